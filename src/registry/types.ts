@@ -1,0 +1,165 @@
+/**
+ * The registry's data model: what a tool, prompt or resource is once registered, what a call's
+ * context carries, and what handlers return. Nothing here knows about Lua or HTTP.
+ */
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+/** Who is calling and on whose behalf; handed to every handler (LUA_API §2.1). */
+export interface CallContext {
+  session_uuid?: string;
+  hub_id: string;
+  agent_name?: string;
+  target?: string;
+  principal?: string;
+  /** The calling plugin, when the call comes from Lua. */
+  plugin?: string;
+  request_id?: string | number;
+  /** The URI being read (resources only). */
+  uri?: string;
+  /** Aborted when the caller cancels or goes away. */
+  signal?: AbortSignal;
+}
+
+export interface ContentItem {
+  type: string;
+  [key: string]: unknown;
+}
+
+export interface ToolResult {
+  content: ContentItem[];
+  isError?: boolean;
+  structuredContent?: Record<string, unknown>;
+  _meta?: Record<string, unknown>;
+}
+
+export type ToolHandler = (args: Record<string, unknown>, ctx: CallContext) => Promise<ToolResult>;
+
+export interface ToolSpec {
+  name: string;
+  title?: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
+  annotations?: Record<string, unknown>;
+  icons?: unknown[];
+  /** Wall-clock limit of one call; the handler's owner enforces it. */
+  timeoutMs?: number;
+  handler: ToolHandler;
+}
+
+/** A registered tool: its spec plus the plugin (or other source) that owns it. */
+export interface ToolEntry extends ToolSpec {
+  owner: string;
+}
+
+/** A tool as `tools/list` shows it. */
+export interface ToolInfo {
+  name: string;
+  title?: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
+  annotations?: Record<string, unknown>;
+  icons?: unknown[];
+}
+
+export interface PromptArgument {
+  name: string;
+  description?: string;
+  required?: boolean;
+}
+
+export interface PromptMessage {
+  role: 'user' | 'assistant';
+  content: ContentItem;
+}
+
+export interface PromptResult {
+  description?: string;
+  messages: PromptMessage[];
+}
+
+export type PromptHandler = (args: Record<string, string>, ctx: CallContext) => Promise<PromptResult>;
+
+export interface PromptSpec {
+  name: string;
+  title?: string;
+  description: string;
+  arguments: PromptArgument[];
+  icons?: unknown[];
+  handler: PromptHandler;
+}
+
+export interface PromptEntry extends PromptSpec {
+  owner: string;
+}
+
+export interface PromptInfo {
+  name: string;
+  title?: string;
+  description: string;
+  arguments: PromptArgument[];
+  icons?: unknown[];
+}
+
+export interface ResourceContents {
+  uri: string;
+  mimeType?: string;
+  text?: string;
+  blob?: string;
+}
+
+export interface ResourceReadResult {
+  contents: ResourceContents[];
+}
+
+/** `params` holds the template's variables (empty for a fixed URI). */
+export type ResourceHandler = (
+  uri: string,
+  params: Record<string, string>,
+  ctx: CallContext,
+) => Promise<ResourceReadResult>;
+
+export interface ResourceSpec {
+  /** A fixed URI or an RFC 6570 level-1 template (`note://{id}`). */
+  uriTemplate: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  icons?: unknown[];
+  handler: ResourceHandler;
+}
+
+export interface ResourceEntry extends ResourceSpec {
+  owner: string;
+  isTemplate: boolean;
+}
+
+export interface ResourceInfo {
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  icons?: unknown[];
+}
+
+export interface ResourceTemplateInfo {
+  uriTemplate: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  icons?: unknown[];
+}
+
+export type EntryKind = 'tools' | 'prompts' | 'resources';
+
+/**
+ * Which owners a caller may see. `undefined` means everything; otherwise an owner is visible
+ * when the predicate says so. Scoping (issue "agent sessions") builds these per principal.
+ */
+export type OwnerFilter = ((owner: string) => boolean) | undefined;
