@@ -1,0 +1,543 @@
+/**
+ * One sandboxed Lua 5.4 state: its standard libraries (the safe subset), host functions, chunk
+ * loading, and calls that run each in a coroutine of their own under time, instruction and
+ * memory limits. Calls on one state interleave whenever one waits on a JS promise.
+ */
+import { Bridge, BridgeError, NULL_POINTER } from './bridge.js';
+import { LuaArgumentError, LuaError, LuaLimitError, limitMessage } from './errors.js';
+import { PRELUDE } from './prelude.js';
+import { HOOK_EVERY, RaisedLuaValue, runtimeFor, type ActiveCall, type LuaRuntime } from './runtime.js';
+import {
+  LUA_MASKCOUNT,
+  LUA_REGISTRYINDEX,
+  LuaStatus,
+  LuaType,
+  loadLuaModule,
+  type LuaModule,
+} from './wasm.js';
+
+/** Several values returned to Lua (or resumed with) at once. */
+export class LuaMulti {
+  constructor(readonly values: unknown[]) {}
+}
+
+/** What a host function sees of its call. */
+export interface HostCall {
+  readonly L: number;
+  readonly state: LuaState;
+  readonly nargs: number;
+  /** Lua type of argument i (1-based). */
+  typeOf(i: number): LuaType;
+  /** Takes a registry reference to the value at argument i; release it with `state.unref`. */
+  ref(i: number): number;
+}
+
+export type HostFunction = (args: unknown[], call: HostCall) => unknown;
+
+export interface HostFunctionSpec {
+  fn?: HostFunction;
+  /** Direct stack access instead of `fn`: reads arguments from L, pushes results, returns their count. */
+  raw?: (L: number, nargs: number) => number;
+  /** The function returns a promise; Lua code waits for it by yielding. */
+  async?: boolean;
+}
+
+export interface LuaStateOptions {
+  /** Names the state in messages (a plugin name, "script"). */
+  name: string;
+  /** Memory ceiling in bytes (default 64 MiB). */
+  memoryLimit?: number;
+  /** Where `print` output goes. */
+  print?: (text: string) => void;
+  /** Finds a module for `require`: its source and chunk name, or an error message. */
+  findModule?: (name: string) => { source: string | Uint8Array; chunkname: string } | string;
+  module?: LuaModule;
+}
+
+export interface CallLimits {
+  timeoutMs?: number;
+  instructions?: number;
+  signal?: AbortSignal;
+}
+
+export const DEFAULT_MEMORY_LIMIT = 64 * 1024 * 1024;
+export const DEFAULT_TIMEOUT_MS = 5000;
+export const DEFAULT_INSTRUCTIONS = 1_000_000_000;
+/** Light userdata pointer marking a yield that waits on the host. */
+const MARK_POINTER = 1;
+
+interface RunningCall extends ActiveCall {
+  pending: Map<number, Promise<unknown>>;
+}
+
+let nextPendingId = 1;
+
+export class LuaState {
+  readonly name: string;
+  readonly L: number;
+  readonly bridge: Bridge;
+  private readonly rt: LuaRuntime;
+  private readonly mod: LuaModule;
+  private readonly account: number;
+  private readonly functionIds: number[] = [];
+  private wrapAsyncRef = 0;
+  private closed = false;
+  private running = 0;
+  private closeWhenIdle = false;
+  private readonly opts: LuaStateOptions;
+
+  private constructor(rt: LuaRuntime, opts: LuaStateOptions) {
+    this.rt = rt;
+    this.mod = rt.mod;
+    this.name = opts.name;
+    this.opts = opts;
+    this.account = rt.newAccount(opts.memoryLimit ?? DEFAULT_MEMORY_LIMIT);
+    const L = this.mod._lua_newstate(rt.allocator, this.account);
+    if (!L) {
+      rt.releaseAccount(this.account);
+      throw new LuaError(`could not create a Lua state for ${opts.name}: out of memory`);
+    }
+    this.L = L;
+    this.bridge = new Bridge(rt.mem, L);
+  }
+
+  static async create(opts: LuaStateOptions): Promise<LuaState> {
+    const mod = opts.module ?? (await loadLuaModule());
+    const state = new LuaState(runtimeFor(mod), opts);
+    try {
+      state.openLibraries();
+    } catch (err) {
+      state.close();
+      throw err;
+    }
+    return state;
+  }
+
+  get memoryUsed(): number {
+    return this.rt.account(this.account).used;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  // ---- setup ---------------------------------------------------------------------------------
+
+  private openLibraries(): void {
+    const { mod, L } = this;
+    const mem = this.rt.mem;
+    mod._luaopen_base(L);
+    mod._lua_settop(L, 0);
+    const libs: [string, (L: number) => number][] = [
+      ['coroutine', mod._luaopen_coroutine],
+      ['table', mod._luaopen_table],
+      ['string', mod._luaopen_string],
+      ['math', mod._luaopen_math],
+      ['utf8', mod._luaopen_utf8],
+      ['os', mod._luaopen_os],
+      ['debug', mod._luaopen_debug],
+    ];
+    for (const [name, open] of libs) {
+      open.call(mod, L);
+      mod._lua_setglobal(L, mem.cstr(name));
+    }
+    mod._lua_sethook(L, this.rt.hook, LUA_MASKCOUNT, HOOK_EVERY);
+
+    // The host table handed to the prelude.
+    mod._lua_createtable(L, 0, 8);
+    const host: Record<string, HostFunctionSpec> = {
+      find_module: { raw: (CL) => this.findModule(CL) },
+      print: {
+        fn: (_args, call) => {
+          this.opts.print?.(this.tostringArgs(call));
+          return undefined;
+        },
+      },
+      json_encode: { fn: (args, call) => this.jsonEncode(args, call) },
+      json_decode: { fn: (args) => this.jsonDecode(args[0]) },
+    };
+    for (const [key, spec] of Object.entries(host)) {
+      this.pushHostFunction(spec);
+      mod._lua_setfield(L, -2, mem.cstr(key));
+    }
+    mod._lua_pushlightuserdata(L, NULL_POINTER);
+    mod._lua_setfield(L, -2, mem.cstr('null'));
+    mod._lua_pushlightuserdata(L, MARK_POINTER);
+    this.bridge.pushArrayMetatable(L);
+    // stack: host MARK ARRAY_MT
+    this.loadOnStack(L, PRELUDE, '=[moonhub prelude]');
+    mod._lua_rotate(L, 1, 1);
+    // stack: prelude host MARK ARRAY_MT
+    const status = mod._lua_pcallk(L, 3, 1, 0, 0, 0);
+    if (status !== LuaStatus.Ok) {
+      const msg = mem.readText(L, -1);
+      mod._lua_settop(L, 0);
+      throw new LuaError(`prelude failed: ${msg}`);
+    }
+    this.wrapAsyncRef = mod._luaL_ref(L, LUA_REGISTRYINDEX);
+    mod._lua_settop(L, 0);
+  }
+
+  /** `find_module(name) -> loader, path`, raising "module 'x' not found: ..." otherwise. */
+  private findModule(L: number): number {
+    const name = this.bridge.read(L, 1, { opaque: 'skip' });
+    if (typeof name !== 'string') throw new LuaArgumentError('module name must be a string');
+    const found = this.opts.findModule?.(name) ?? `module '${name}' not found`;
+    if (typeof found === 'string') throw new LuaArgumentError(found);
+    this.loadOnStack(L, found.source, `@${found.chunkname}`);
+    this.rt.mem.pushString(L, found.chunkname);
+    return 2;
+  }
+
+  private tostringArgs(call: HostCall): string {
+    const { mod } = this;
+    const L = call.L;
+    const parts: string[] = [];
+    for (let i = 1; i <= call.nargs; i++) {
+      mod._luaL_tolstring(L, i, 0);
+      parts.push(this.rt.mem.readText(L, -1));
+      mod._lua_settop(L, -2);
+    }
+    return parts.join('\t');
+  }
+
+  private jsonEncode(args: unknown[], call: HostCall): string {
+    if (call.nargs < 1) throw new LuaArgumentError("bad argument #1 to 'encode' (value expected)");
+    try {
+      return JSON.stringify(this.bridge.read(call.L, 1), bytesReplacer) ?? 'null';
+    } catch (err) {
+      throw new LuaArgumentError(`json.encode: ${(err as Error).message}`);
+    }
+  }
+
+  private jsonDecode(text: unknown): unknown {
+    if (typeof text !== 'string') {
+      throw new LuaArgumentError(
+        `bad argument #1 to 'decode' (string expected, got ${text instanceof Uint8Array ? 'non-UTF-8 bytes' : typeof text})`,
+      );
+    }
+    try {
+      return JSON.parse(text);
+    } catch (err) {
+      throw new LuaArgumentError(`json.decode: ${(err as Error).message}`);
+    }
+  }
+
+  // ---- host functions ------------------------------------------------------------------------
+
+  /** Pushes a Lua function that calls `spec.fn`, wrapped so async ones yield. */
+  pushHostFunction(spec: HostFunctionSpec): void {
+    const { mod, L, bridge } = this;
+    const state = this;
+    const fn = spec.fn;
+    const raw = spec.raw;
+    const id = this.rt.addFunction(
+      raw ?? ((CL, nargs) => {
+        const args = new Array<unknown>(nargs);
+        for (let i = 0; i < nargs; i++) args[i] = bridge.read(CL, i + 1, { opaque: 'skip' });
+        const call: HostCall = {
+          L: CL,
+          state,
+          nargs,
+          typeOf: (i) => mod._lua_type(CL, i),
+          ref: (i) => {
+            mod._lua_pushvalue(CL, i);
+            return mod._luaL_ref(CL, LUA_REGISTRYINDEX);
+          },
+        };
+        const result = (fn as HostFunction)(args, call);
+        if (spec.async) return state.registerPending(CL, result);
+        return state.pushResults(CL, result);
+      }),
+      spec.async ? 2 : 1,
+    );
+    this.functionIds.push(id);
+    if (spec.async) {
+      mod._lua_rawgeti(L, LUA_REGISTRYINDEX, BigInt(this.wrapAsyncRef));
+      this.rt.pushFunction(L, id);
+      if (mod._lua_pcallk(L, 1, 1, 0, 0, 0) !== LuaStatus.Ok) {
+        const msg = this.rt.mem.readText(L, -1);
+        mod._lua_settop(L, -2);
+        throw new LuaError(`could not wrap an async host function: ${msg}`);
+      }
+    } else {
+      this.rt.pushFunction(L, id);
+    }
+  }
+
+  private pushResults(L: number, result: unknown): number {
+    if (result === undefined) return 0;
+    if (result instanceof LuaMulti) {
+      for (const v of result.values) this.bridge.push(L, v);
+      return result.values.length;
+    }
+    this.bridge.push(L, result);
+    return 1;
+  }
+
+  private registerPending(L: number, result: unknown): number {
+    const call = this.rt.active as RunningCall | undefined;
+    if (!call) {
+      throw new LuaArgumentError('this function waits, and can only be called inside a running call');
+    }
+    const id = nextPendingId++;
+    const promise = Promise.resolve(result);
+    // Keep an early rejection from being reported as unhandled before the scheduler takes it.
+    promise.catch(() => undefined);
+    call.pending.set(id, promise);
+    this.mod._lua_pushnumber(L, id);
+    return 1;
+  }
+
+  /** Sets a global to a JS value or a table of host functions. */
+  setGlobal(name: string, value: unknown): void {
+    this.bridge.push(this.L, value);
+    this.mod._lua_setglobal(this.L, this.rt.mem.cstr(name));
+  }
+
+  /**
+   * Defines `name` as a global table of host functions (merged into an existing table), e.g.
+   * `defineLibrary('task', { sleep: { fn, async: true } })`.
+   */
+  defineLibrary(name: string, functions: Record<string, HostFunctionSpec>, values: Record<string, unknown> = {}): void {
+    const { mod, L } = this;
+    const mem = this.rt.mem;
+    if (mod._lua_getglobal(L, mem.cstr(name)) !== LuaType.Table) {
+      mod._lua_settop(L, -2);
+      mod._lua_createtable(L, 0, Object.keys(functions).length);
+    }
+    for (const [key, spec] of Object.entries(functions)) {
+      this.pushHostFunction(spec);
+      mod._lua_setfield(L, -2, mem.cstr(key));
+    }
+    for (const [key, v] of Object.entries(values)) {
+      this.bridge.push(L, v);
+      mod._lua_setfield(L, -2, mem.cstr(key));
+    }
+    mod._lua_setglobal(L, mem.cstr(name));
+  }
+
+  /** Runs a small Lua snippet synchronously (setup code only: it cannot wait). */
+  exec(source: string, chunkname: string): void {
+    const { mod, L } = this;
+    this.loadOnStack(L, source, chunkname);
+    if (mod._lua_pcallk(L, 0, 0, 0, 0, 0) !== LuaStatus.Ok) {
+      const msg = this.rt.mem.readText(L, -1);
+      mod._lua_settop(L, 0);
+      throw new LuaError(msg);
+    }
+    mod._lua_settop(L, 0);
+  }
+
+  // ---- chunks and calls ----------------------------------------------------------------------
+
+  private loadOnStack(L: number, source: string | Uint8Array, chunkname: string): void {
+    const { mod } = this;
+    const mem = this.rt.mem;
+    // The source goes in as a Lua string, whose bytes luaL_loadbufferx then reads in place.
+    mem.pushString(L, source);
+    const p = mod._lua_tolstring(L, -1, mem.out);
+    const size = mod.HEAPU32[mem.out >> 2] as number;
+    const status = mod._luaL_loadbufferx(L, p, size, mem.cstr(chunkname), mem.cstr('t'));
+    // stack: source, function-or-error
+    mod._lua_rotate(L, -2, 1);
+    mod._lua_settop(L, -2);
+    if (status !== LuaStatus.Ok) {
+      const msg = mem.readText(L, -1);
+      mod._lua_settop(L, -2);
+      throw new LuaError(msg);
+    }
+  }
+
+  /** Compiles a chunk and returns a registry reference to the function. */
+  load(source: string | Uint8Array, chunkname: string): number {
+    this.assertOpen();
+    this.loadOnStack(this.L, source, chunkname);
+    return this.mod._luaL_ref(this.L, LUA_REGISTRYINDEX);
+  }
+
+  unref(ref: number): void {
+    if (!this.closed) this.mod._luaL_unref(this.L, LUA_REGISTRYINDEX, ref);
+  }
+
+  /**
+   * Calls the function behind `ref` with `args` in a new coroutine and returns its results.
+   * The call may wait on host promises; a broken limit rejects with a LuaLimitError.
+   */
+  async call(ref: number, args: unknown[], limits: CallLimits = {}): Promise<unknown[]> {
+    this.assertOpen();
+    const { mod, L } = this;
+    const timeoutMs = limits.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const thread = mod._lua_newthread(L);
+    const threadRef = mod._luaL_ref(L, LUA_REGISTRYINDEX);
+    const call: RunningCall = {
+      deadline: performance.now() + timeoutMs,
+      timeoutMs,
+      budget: limits.instructions ?? DEFAULT_INSTRUCTIONS,
+      instructions: 0,
+      killed: undefined,
+      thread,
+      memoryOwner: this.rt.account(this.account),
+      pending: new Map(),
+    };
+    this.running++;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    try {
+      mod._lua_rawgeti(thread, LUA_REGISTRYINDEX, BigInt(ref));
+      for (const a of args) this.bridge.push(thread, a);
+      let nargs = args.length;
+      // Rejects when the call runs out of time or is cancelled while it waits.
+      const interrupted = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new LuaLimitError('timeout', limitMessage('timeout', timeoutMs))),
+          timeoutMs,
+        );
+        if (limits.signal) {
+          onAbort = () => reject(new LuaError('the call was cancelled'));
+          if (limits.signal.aborted) onAbort();
+          else limits.signal.addEventListener('abort', onAbort, { once: true });
+        }
+      });
+      interrupted.catch(() => undefined);
+      for (;;) {
+        const status = this.resume(call, nargs);
+        const nres = mod.HEAP32[(this.rt.mem.out + 8) >> 2] as number;
+        if (status === LuaStatus.Yield) {
+          const id = this.takeYield(thread, nres);
+          const pending = id === undefined ? undefined : call.pending.get(id);
+          if (pending === undefined) {
+            throw new LuaError('attempt to yield from outside a coroutine');
+          }
+          call.pending.delete(id as number);
+          let values: unknown[];
+          try {
+            const value = await Promise.race([pending, interrupted]);
+            values = value instanceof LuaMulti ? [true, ...value.values] : [true, value];
+          } catch (err) {
+            if (err instanceof LuaLimitError || (limits.signal?.aborted && err instanceof LuaError)) throw err;
+            values = [false, err instanceof Error ? err.message : String(err)];
+          }
+          if (this.closed) throw new LuaError(`the Lua state of ${this.name} was closed`);
+          nargs = this.pushResume(thread, values);
+          continue;
+        }
+        if (call.killed) throw new LuaLimitError(call.killed.limit, call.killed.message);
+        if (status === LuaStatus.Ok) {
+          const top = mod._lua_gettop(thread);
+          const out = new Array<unknown>(nres);
+          for (let i = 0; i < nres; i++) out[i] = this.bridge.read(thread, top - nres + i + 1, { opaque: 'skip' });
+          return out;
+        }
+        throw this.errorFrom(thread, status);
+      }
+    } finally {
+      if (timer) clearTimeout(timer);
+      if (onAbort) limits.signal?.removeEventListener('abort', onAbort);
+      this.running--;
+      if (!this.closed) {
+        mod._luaL_unref(L, LUA_REGISTRYINDEX, threadRef);
+        if (this.closeWhenIdle && this.running === 0) this.close();
+      }
+    }
+  }
+
+  private resume(call: RunningCall, nargs: number): number {
+    const rt = this.rt;
+    const outer = rt.active;
+    rt.active = call;
+    try {
+      return this.mod._lua_resume(call.thread, 0, nargs, this.rt.mem.out + 8);
+    } finally {
+      rt.active = outer;
+    }
+  }
+
+  /** Reads a `(MARK, id)` yield and clears it off the thread; undefined for any other yield. */
+  private takeYield(thread: number, nres: number): number | undefined {
+    const mod = this.mod;
+    let id: number | undefined;
+    if (
+      nres === 2 &&
+      mod._lua_type(thread, -2) === LuaType.LightUserdata &&
+      mod._lua_touserdata(thread, -2) === MARK_POINTER
+    ) {
+      id = mod._lua_tonumberx(thread, -1, 0);
+    }
+    mod._lua_settop(thread, -nres - 1);
+    return id;
+  }
+
+  private pushResume(thread: number, values: unknown[]): number {
+    const top = this.mod._lua_gettop(thread);
+    try {
+      for (const v of values) this.bridge.push(thread, v);
+      return values.length;
+    } catch (err) {
+      this.mod._lua_settop(thread, top);
+      this.mod._lua_pushboolean(thread, 0);
+      this.rt.mem.pushString(thread, `could not pass the result to Lua: ${(err as Error).message}`);
+      return 2;
+    }
+  }
+
+  private errorFrom(thread: number, status: number): LuaError {
+    const { mod, L } = this;
+    const mem = this.rt.mem;
+    let message: string;
+    if (status === LuaStatus.ErrMem) {
+      return new LuaLimitError('memory', limitMessage('memory', this.rt.account(this.account).max));
+    }
+    const t = mod._lua_type(thread, -1);
+    if (t === LuaType.String || t === LuaType.Number) {
+      message = mem.readText(thread, -1);
+    } else if (t === LuaType.Nil || t === LuaType.None) {
+      message = 'nil';
+    } else {
+      try {
+        const v = this.bridge.read(thread, -1, { opaque: 'skip' });
+        message = JSON.stringify(v, bytesReplacer) ?? String(v);
+      } catch (err) {
+        message = err instanceof BridgeError ? `(error object: ${err.message})` : '(error object)';
+      }
+    }
+    let traceback: string | undefined;
+    try {
+      mod._luaL_traceback(L, thread, 0, 0);
+      traceback = mem.readText(L, -1);
+      mod._lua_settop(L, -2);
+    } catch {
+      traceback = undefined;
+    }
+    return new LuaError(message, traceback);
+  }
+
+  // ---- lifetime ------------------------------------------------------------------------------
+
+  /** Number of calls in flight. */
+  get activeCalls(): number {
+    return this.running;
+  }
+
+  /** Closes once the calls in flight have finished. */
+  retire(): void {
+    if (this.running === 0) this.close();
+    else this.closeWhenIdle = true;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.mod._lua_close(this.L);
+    this.rt.releaseAccount(this.account);
+    for (const id of this.functionIds) this.rt.removeFunction(id);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new LuaError(`the Lua state of ${this.name} is closed`);
+  }
+}
+
+function bytesReplacer(_key: string, value: unknown): unknown {
+  return value instanceof Uint8Array ? new TextDecoder().decode(value) : value;
+}
