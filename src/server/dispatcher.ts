@@ -1,0 +1,324 @@
+/**
+ * The transport-independent MCP dispatcher: one object per server (not per request or session)
+ * that answers a parsed JSON-RPC request from the registry and returns the serialised response.
+ * Transports decide the era and the session; the dispatcher only reads them from the scope.
+ */
+import { RegistryError } from '../registry/errors.js';
+import type { Registry } from '../registry/registry.js';
+import type { CallContext, OwnerFilter } from '../registry/types.js';
+import {
+  INTERNAL_ERROR,
+  INVALID_PARAMS,
+  METHOD_NOT_FOUND,
+  RESOURCE_NOT_FOUND,
+  RpcError,
+  isPlainObject,
+  serializeError,
+  serializeResult,
+  type JsonRpcId,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+} from './jsonrpc.js';
+import { DEFAULT_PAGE_SIZE, paginate } from './pagination.js';
+import {
+  CACHEABLE_METHODS,
+  LATEST_LEGACY_VERSION,
+  LEGACY_PROTOCOL_VERSIONS,
+  LOG_LEVELS,
+  MODERN_METHODS,
+  MODERN_PROTOCOL_VERSIONS,
+  SERVER_INFO_META_KEY,
+  packageVersion,
+  type Implementation,
+} from './protocol.js';
+
+/** What a 2025-era session remembers between requests (HTTP session or the one stdio peer). */
+export interface SessionState {
+  /** The `Mcp-Session-Id`; undefined for stdio. */
+  readonly id: string | undefined;
+  protocolVersion: string;
+  initialized: boolean;
+  logLevel: string | undefined;
+  clientInfo: unknown;
+  clientCapabilities: Record<string, unknown> | undefined;
+  /** Who the session acts for, once auth exists; feeds `DispatcherOptions.filterFor`. */
+  principal: string | undefined;
+  /** Requests still running, so `notifications/cancelled` can abort them. */
+  readonly inflight: Map<JsonRpcId, AbortController>;
+}
+
+export function newSessionState(id: string | undefined, protocolVersion = LATEST_LEGACY_VERSION): SessionState {
+  return {
+    id,
+    protocolVersion,
+    initialized: false,
+    logLevel: undefined,
+    clientInfo: undefined,
+    clientCapabilities: undefined,
+    principal: undefined,
+    inflight: new Map(),
+  };
+}
+
+/** How one request arrived: its era, and the session (2025) or envelope (2026) it carries. */
+export interface RequestScope {
+  era: 'legacy' | 'modern';
+  protocolVersion: string;
+  session: SessionState | undefined;
+  /** 2026-07-28: the capabilities the request's envelope declares. */
+  clientCapabilities?: Record<string, unknown> | undefined;
+  principal?: string | undefined;
+}
+
+export interface DispatcherOptions {
+  /** Items per page of the list methods (default 100). */
+  pageSize?: number;
+  serverInfo?: Implementation;
+  instructions?: string;
+  /**
+   * Per-principal view hook: which owners this request may see. Default: everything. Called
+   * once per list/call/get/read request; cache inside it (e.g. per principal and registry version).
+   */
+  filterFor?: (scope: RequestScope) => OwnerFilter;
+  /** Internal errors (handler bugs); never written to stdout. */
+  onError?: (err: unknown) => void;
+}
+
+export interface McpDispatcher {
+  readonly registry: Registry;
+  readonly serverInfo: Implementation;
+  readonly capabilities: Record<string, unknown>;
+  /** Answers one request; never throws. `abort` backs the handler's CallContext.signal. */
+  handleRequest(msg: JsonRpcRequest, scope: RequestScope, abort?: AbortController): Promise<string>;
+  /** Handles one notification (initialized, cancelled); never throws. */
+  handleNotification(msg: JsonRpcNotification, scope: RequestScope): void;
+}
+
+type MethodHandler = (
+  params: Record<string, unknown>,
+  scope: RequestScope,
+  id: JsonRpcId,
+  signal: AbortSignal | undefined,
+) => unknown;
+
+export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions = {}): McpDispatcher {
+  const pageSize = opts.pageSize && opts.pageSize > 0 ? Math.floor(opts.pageSize) : DEFAULT_PAGE_SIZE;
+  const serverInfo: Implementation = opts.serverInfo ?? { name: 'moonhub', version: packageVersion() };
+  const capabilities: Record<string, unknown> = {
+    tools: { listChanged: true },
+    prompts: { listChanged: true },
+    resources: { listChanged: true },
+    logging: {},
+    completions: {},
+  };
+  const filterFor = opts.filterFor;
+  const onError = opts.onError;
+  const hubId = registry.hubId;
+  const serverInfoMeta = { [SERVER_INFO_META_KEY]: serverInfo };
+
+  function ctxFor(scope: RequestScope, id: JsonRpcId, signal: AbortSignal | undefined): CallContext {
+    const ctx: CallContext = { hub_id: hubId, request_id: id };
+    const session = scope.session;
+    if (session?.id !== undefined) ctx.session_uuid = session.id;
+    const principal = scope.principal ?? session?.principal;
+    if (principal !== undefined) ctx.principal = principal;
+    if (signal !== undefined) ctx.signal = signal;
+    return ctx;
+  }
+
+  const methods: Record<string, MethodHandler> = {
+    initialize(params, scope) {
+      const session = scope.session;
+      const requested = typeof params.protocolVersion === 'string' ? params.protocolVersion : undefined;
+      const version =
+        requested !== undefined && LEGACY_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_LEGACY_VERSION;
+      if (session) {
+        session.protocolVersion = version;
+        session.clientInfo = params.clientInfo;
+        session.clientCapabilities = isPlainObject(params.capabilities) ? params.capabilities : undefined;
+      }
+      const result: Record<string, unknown> = { protocolVersion: version, capabilities, serverInfo };
+      if (opts.instructions !== undefined) result.instructions = opts.instructions;
+      return result;
+    },
+
+    ping() {
+      return {};
+    },
+
+    'server/discover'() {
+      const result: Record<string, unknown> = { supportedVersions: MODERN_PROTOCOL_VERSIONS, capabilities };
+      if (opts.instructions !== undefined) result.instructions = opts.instructions;
+      return result;
+    },
+
+    'tools/list'(params, scope) {
+      const page = paginate(registry.listTools(filterFor?.(scope)), nameOf, params.cursor, pageSize);
+      return page.nextCursor === undefined ? { tools: page.items } : { tools: page.items, nextCursor: page.nextCursor };
+    },
+
+    'tools/call'(params, scope, id, signal) {
+      const name = params.name;
+      if (typeof name !== 'string') throw new RpcError(INVALID_PARAMS, 'tools/call needs a string "name"');
+      const args = params.arguments;
+      if (args !== undefined && args !== null && !isPlainObject(args)) {
+        throw new RpcError(INVALID_PARAMS, 'tools/call "arguments" must be an object');
+      }
+      return registry.callTool(name, args ?? undefined, ctxFor(scope, id, signal), filterFor?.(scope));
+    },
+
+    'prompts/list'(params, scope) {
+      const page = paginate(registry.listPrompts(filterFor?.(scope)), nameOf, params.cursor, pageSize);
+      return page.nextCursor === undefined
+        ? { prompts: page.items }
+        : { prompts: page.items, nextCursor: page.nextCursor };
+    },
+
+    'prompts/get'(params, scope, id, signal) {
+      const name = params.name;
+      if (typeof name !== 'string') throw new RpcError(INVALID_PARAMS, 'prompts/get needs a string "name"');
+      const args = params.arguments;
+      if (args !== undefined && args !== null && !isPlainObject(args)) {
+        throw new RpcError(INVALID_PARAMS, 'prompts/get "arguments" must be an object');
+      }
+      return registry.getPrompt(
+        name,
+        (args ?? undefined) as Record<string, string> | undefined,
+        ctxFor(scope, id, signal),
+        filterFor?.(scope),
+      );
+    },
+
+    'resources/list'(params, scope) {
+      const page = paginate(registry.listResources(filterFor?.(scope)), uriOf, params.cursor, pageSize);
+      return page.nextCursor === undefined
+        ? { resources: page.items }
+        : { resources: page.items, nextCursor: page.nextCursor };
+    },
+
+    'resources/templates/list'(params, scope) {
+      const list = registry.listResourceTemplates(filterFor?.(scope));
+      const page = paginate(list, templateOf, params.cursor, pageSize);
+      return page.nextCursor === undefined
+        ? { resourceTemplates: page.items }
+        : { resourceTemplates: page.items, nextCursor: page.nextCursor };
+    },
+
+    'resources/read'(params, scope, id, signal) {
+      const uri = params.uri;
+      if (typeof uri !== 'string') throw new RpcError(INVALID_PARAMS, 'resources/read needs a string "uri"');
+      return registry.readResource(uri, ctxFor(scope, id, signal), filterFor?.(scope));
+    },
+
+    'logging/setLevel'(params, scope) {
+      const level = params.level;
+      if (typeof level !== 'string' || !LOG_LEVELS.has(level)) {
+        throw new RpcError(INVALID_PARAMS, `Invalid log level: ${String(level)}`);
+      }
+      if (scope.session) scope.session.logLevel = level;
+      return {};
+    },
+
+    'completion/complete'(params) {
+      if (!isPlainObject(params.ref) || !isPlainObject(params.argument)) {
+        throw new RpcError(INVALID_PARAMS, 'completion/complete needs "ref" and "argument" objects');
+      }
+      return { completion: { values: [], total: 0, hasMore: false } };
+    },
+  };
+
+  /** Methods a 2025-era peer may call (everything but the 2026-only ones). */
+  const legacyAllowed = (m: string): boolean => m !== 'server/discover' && m !== 'subscriptions/listen';
+
+  /** Shapes a 2026-07-28 result: `resultType`, cache hints where required, serverInfo in `_meta`. */
+  function modernResult(method: string, result: Record<string, unknown>): Record<string, unknown> {
+    const meta = result._meta;
+    const out: Record<string, unknown> = {
+      ...result,
+      resultType: 'complete',
+      _meta: isPlainObject(meta) ? { ...meta, ...serverInfoMeta } : serverInfoMeta,
+    };
+    if (CACHEABLE_METHODS.has(method)) {
+      // ttlMs 0: entries change whenever plugins reload, so clients must not serve stale lists.
+      if (out.ttlMs === undefined) out.ttlMs = 0;
+      if (out.cacheScope === undefined) out.cacheScope = 'private';
+    }
+    return out;
+  }
+
+  function errorFor(id: JsonRpcId, err: unknown, scope: RequestScope): string {
+    if (err instanceof RpcError) return serializeError(id, err.code, err.message, err.data);
+    if (err instanceof RegistryError) {
+      switch (err.code) {
+        case 'unknown_tool':
+        case 'unknown_prompt':
+        case 'invalid_arguments':
+          return serializeError(id, INVALID_PARAMS, err.message);
+        case 'unknown_resource': {
+          const uri = err.message.replace(/^Resource not found: /, '');
+          // 2026-07-28 made a missing resource -32602; 2025 revisions use -32002.
+          const code = scope.era === 'modern' ? INVALID_PARAMS : RESOURCE_NOT_FOUND;
+          return serializeError(id, code, err.message, { uri });
+        }
+        default:
+          break;
+      }
+    }
+    onError?.(err);
+    return serializeError(id, INTERNAL_ERROR, 'Internal error');
+  }
+
+  async function handleRequest(msg: JsonRpcRequest, scope: RequestScope, abort?: AbortController): Promise<string> {
+    const id = msg.id;
+    const method = msg.method;
+    const handler = Object.hasOwn(methods, method) ? methods[method] : undefined;
+    if (
+      handler === undefined ||
+      (scope.era === 'modern' ? !MODERN_METHODS.has(method) : !legacyAllowed(method))
+    ) {
+      return serializeError(id, METHOD_NOT_FOUND, `Method not found: ${method}`);
+    }
+    const session = scope.session;
+    if (abort && session) session.inflight.set(id, abort);
+    try {
+      let result = handler(msg.params ?? EMPTY, scope, id, abort?.signal);
+      if (result instanceof Promise) result = await result;
+      if (!isPlainObject(result)) throw new Error(`${method} handler returned a non-object result`);
+      return serializeResult(id, scope.era === 'modern' ? modernResult(method, result) : result);
+    } catch (err) {
+      return errorFor(id, err, scope);
+    } finally {
+      if (abort && session && session.inflight.get(id) === abort) session.inflight.delete(id);
+    }
+  }
+
+  function handleNotification(msg: JsonRpcNotification, scope: RequestScope): void {
+    const session = scope.session;
+    switch (msg.method) {
+      case 'notifications/initialized':
+        if (session) session.initialized = true;
+        return;
+      case 'notifications/cancelled': {
+        const requestId = msg.params?.requestId;
+        if (session && (typeof requestId === 'string' || typeof requestId === 'number')) {
+          const ctl = session.inflight.get(requestId);
+          if (ctl) {
+            session.inflight.delete(requestId);
+            ctl.abort(new Error(typeof msg.params?.reason === 'string' ? msg.params.reason : 'cancelled'));
+          }
+        }
+        return;
+      }
+      default:
+        // Unknown notifications are ignored, as JSON-RPC asks.
+        return;
+    }
+  }
+
+  return { registry, serverInfo, capabilities, handleRequest, handleNotification };
+}
+
+const EMPTY: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
+const nameOf = (x: { name: string }): string => x.name;
+const uriOf = (x: { uri: string }): string => x.uri;
+const templateOf = (x: { uriTemplate: string }): string => x.uriTemplate;

@@ -1,0 +1,30 @@
+/** The public face of src/server: the dispatcher, the HTTP and stdio transports, and their option types. */
+export {
+  createMcpDispatcher,
+  newSessionState,
+  type DispatcherOptions,
+  type McpDispatcher,
+  type RequestScope,
+  type SessionState,
+} from './dispatcher.js';
+export {
+  createMcpHttpHandler,
+  startHttpServer,
+  type HttpHandlerOptions,
+  type HttpServerHandle,
+  type HttpServerOptions,
+  type McpHttpHandler,
+} from './http-server.js';
+export { serveStdio, type StdioOptions, type StdioServer } from './stdio.js';
+export { ListChangedFanout, type ChangeSink, type FanoutOptions } from './list-changed.js';
+export { createRequestGuard, type OriginPolicy } from './origin.js';
+export { LegacySessionStore, type LegacySession, type SessionStoreOptions } from './legacy-sessions.js';
+export { RpcError } from './jsonrpc.js';
+export { setSseKeepAliveInterval } from './sse.js';
+export {
+  DEFAULT_MAX_BODY_BYTES,
+  LEGACY_PROTOCOL_VERSIONS,
+  MODERN_PROTOCOL_VERSIONS,
+  LATEST_LEGACY_VERSION,
+} from './protocol.js';
+export { DEFAULT_PAGE_SIZE } from './pagination.js';

@@ -1,0 +1,93 @@
+/**
+ * 2025-era HTTP sessions: creation at `initialize` with a crypto-random id, lookup, deletion,
+ * the standalone GET stream each may hold, and expiry after an idle timeout.
+ */
+import { randomBytes } from 'node:crypto';
+import { newSessionState, type SessionState } from './dispatcher.js';
+import type { SseStream } from './sse.js';
+
+export interface LegacySession extends SessionState {
+  readonly id: string;
+  lastSeen: number;
+  /** The standalone GET stream, when the client opened one. */
+  stream: SseStream | undefined;
+}
+
+export interface SessionStoreOptions {
+  /** Idle time after which a session without an open stream ends (default 30 min). */
+  idleTimeoutMs?: number;
+  /** New sessions beyond this are refused (default 10,000). */
+  maxSessions?: number;
+}
+
+export class LegacySessionStore {
+  private readonly sessions = new Map<string, LegacySession>();
+  readonly idleTimeoutMs: number;
+  readonly maxSessions: number;
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(opts: SessionStoreOptions = {}) {
+    this.idleTimeoutMs = opts.idleTimeoutMs ?? 30 * 60_000;
+    this.maxSessions = opts.maxSessions ?? 10_000;
+    const every = Math.max(50, Math.min(60_000, Math.floor(this.idleTimeoutMs / 2)));
+    this.sweeper = setInterval(() => this.sweep(Date.now()), every);
+    this.sweeper.unref();
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  /** A new session, or undefined when the store is full. */
+  create(): LegacySession | undefined {
+    if (this.sessions.size >= this.maxSessions) {
+      this.sweep(Date.now());
+      if (this.sessions.size >= this.maxSessions) return undefined;
+    }
+    const id = randomBytes(16).toString('hex');
+    const session = newSessionState(id) as LegacySession;
+    session.lastSeen = Date.now();
+    session.stream = undefined;
+    this.sessions.set(id, session);
+    return session;
+  }
+
+  /** Looks a session up and marks it active. */
+  touch(id: string): LegacySession | undefined {
+    const s = this.sessions.get(id);
+    if (s) s.lastSeen = Date.now();
+    return s;
+  }
+
+  delete(id: string): boolean {
+    const s = this.sessions.get(id);
+    if (!s) return false;
+    this.sessions.delete(id);
+    this.endSession(s);
+    return true;
+  }
+
+  /** Ends sessions idle for longer than the timeout; an open GET stream counts as activity. */
+  sweep(now: number): void {
+    for (const [id, s] of this.sessions) {
+      if (s.stream && !s.stream.closed) continue;
+      if (now - s.lastSeen > this.idleTimeoutMs) {
+        this.sessions.delete(id);
+        this.endSession(s);
+      }
+    }
+  }
+
+  closeAll(): void {
+    clearInterval(this.sweeper);
+    for (const s of this.sessions.values()) this.endSession(s);
+    this.sessions.clear();
+  }
+
+  private endSession(s: LegacySession): void {
+    for (const ctl of s.inflight.values()) ctl.abort(new Error('session ended'));
+    s.inflight.clear();
+    s.stream?.end();
+    s.stream = undefined;
+  }
+}

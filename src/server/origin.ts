@@ -1,0 +1,47 @@
+/**
+ * DNS-rebinding protection: the Host header must name this server (localhost by default) and a
+ * browser's Origin header, when present, must be an allowed origin. Checked before any body is read.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+
+export interface OriginPolicy {
+  /** Extra hostnames (without port) accepted in Host, besides localhost/127.0.0.1/[::1]. */
+  allowedHosts?: string[];
+  /** Extra exact origins (`https://app.example.com`) accepted besides http(s)://localhost-ish:any. */
+  allowedOrigins?: string[];
+  /** Accept any Host (when a proxy in front already checks it). */
+  anyHost?: boolean;
+}
+
+const LOCAL_HOSTNAMES = ['localhost', '127.0.0.1', '[::1]'];
+const LOCAL_ORIGIN = /^https?:\/\/(?:localhost|127\.0\.0\.1|\[::1\])(?::\d{1,5})?$/i;
+
+/** Splits `host[:port]` (with bracketed IPv6) into its lowercased hostname; undefined when malformed. */
+export function hostnameOf(host: string): string | undefined {
+  const m = /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::(\d{1,5}))?$/i.exec(host);
+  if (!m) return undefined;
+  if (m[2] !== undefined && Number(m[2]) > 65535) return undefined;
+  return m[1]!.toLowerCase();
+}
+
+export type GuardVerdict = undefined | { status: number; message: string };
+
+export function createRequestGuard(policy: OriginPolicy = {}): (headers: IncomingHttpHeaders) => GuardVerdict {
+  const hosts = new Set([...LOCAL_HOSTNAMES, ...(policy.allowedHosts ?? []).map((h) => h.toLowerCase())]);
+  const origins = new Set((policy.allowedOrigins ?? []).map((o) => o.toLowerCase().replace(/\/$/, '')));
+  const anyHost = policy.anyHost === true;
+  return (headers) => {
+    if (!anyHost) {
+      const host = headers.host;
+      const name = host === undefined ? undefined : hostnameOf(host);
+      if (name === undefined || !hosts.has(name)) {
+        return { status: 403, message: `Forbidden: invalid Host header${host ? `: ${host}` : ''}` };
+      }
+    }
+    const origin = headers.origin;
+    if (origin !== undefined && !LOCAL_ORIGIN.test(origin) && !origins.has(origin.toLowerCase())) {
+      return { status: 403, message: `Forbidden: origin not allowed: ${origin}` };
+    }
+    return undefined;
+  };
+}
