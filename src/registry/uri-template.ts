@@ -9,7 +9,10 @@ const compiled = new Map<string, { re: RegExp; names: string[] }>();
 
 export function isTemplate(uri: string): boolean {
   VAR.lastIndex = 0;
-  return VAR.test(uri);
+  const found = VAR.test(uri);
+  // matchAll() copies lastIndex from VAR: left set, it would skip the variables of a template.
+  VAR.lastIndex = 0;
+  return found;
 }
 
 export function matchTemplate(template: string, uri: string): Record<string, string> | undefined {

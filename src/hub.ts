@@ -1,0 +1,34 @@
+/**
+ * A hub without a network face: the registry plus the plugins loaded into it. `serve` puts the
+ * MCP transports in front of it; `run` executes a script against it.
+ */
+import type { Logger } from './log.js';
+import { Registry } from './registry/registry.js';
+import { PluginHost } from './plugins/plugin-host.js';
+
+export interface HubOptions {
+  hubId?: string;
+  pluginDirs: string[];
+  logger: Logger;
+  watch?: boolean;
+  memoryLimit?: number;
+}
+
+export interface Hub {
+  registry: Registry;
+  plugins: PluginHost;
+  stop(): Promise<void>;
+}
+
+export async function startHub(opts: HubOptions): Promise<Hub> {
+  const registry = new Registry({ hubId: opts.hubId });
+  const plugins = new PluginHost({
+    registry,
+    dirs: opts.pluginDirs,
+    logger: opts.logger,
+    watch: opts.watch,
+    memoryLimit: opts.memoryLimit,
+  });
+  await plugins.start();
+  return { registry, plugins, stop: () => plugins.stop() };
+}

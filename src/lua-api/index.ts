@@ -1,0 +1,25 @@
+/**
+ * Installs the Lua API into a state: everything a plugin (or a `moonhub run` script) sees besides
+ * the sandboxed standard library and `json`, which the runtime itself provides.
+ */
+import type { Logger } from '../log.js';
+import type { LuaState } from '../lua/state.js';
+import type { Registry } from '../registry/registry.js';
+import { installLog } from './log.js';
+import { installRegistryApi } from './mcp-registry.js';
+import { installTask } from './task.js';
+
+export { endForgottenBatches, luaContext, normalizeSchema } from './mcp-registry.js';
+
+export interface ApiOptions {
+  registry: Registry;
+  /** Owner of what the state registers: the plugin name, or "script". */
+  owner: string;
+  logger: Logger;
+}
+
+export function installApi(state: LuaState, opts: ApiOptions): void {
+  installRegistryApi(state, { registry: opts.registry, owner: opts.owner });
+  installTask(state);
+  installLog(state, opts.logger);
+}

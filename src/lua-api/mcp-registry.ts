@@ -1,0 +1,301 @@
+/**
+ * The registry half of the `mcp` namespace (LUA_API §2): `mcp.tool`, `mcp.prompt`,
+ * `mcp.resource` and their list/remove/call/count companions, batches and reset. Each is a thin
+ * binding: arguments checked in Lua's wording, handlers kept as registry references of the
+ * plugin's state, results converted by registry/results.
+ */
+import type { LuaState, HostCall, HostFunctionSpec } from '../lua/state.js';
+import { LuaMulti } from '../lua/state.js';
+import { LuaArgumentError } from '../lua/errors.js';
+import type { Registry } from '../registry/registry.js';
+import { RegistryError } from '../registry/errors.js';
+import { toPromptResult, toResourceContents, toToolResult } from '../registry/results.js';
+import type { CallContext, PromptArgument } from '../registry/types.js';
+import { checkFunction, checkString, checkTable, optString, optTable } from './args.js';
+
+export interface RegistryBindingOptions {
+  registry: Registry;
+  /** The plugin that owns what this state registers. */
+  owner: string;
+}
+
+/** Keywords whose value is an array: an empty Lua table there means `[]`, not `{}`. */
+const ARRAY_KEYWORDS = new Set(['required', 'enum', 'anyOf', 'allOf', 'oneOf', 'prefixItems', 'examples']);
+
+/** Fixes the one ambiguity of Lua tables in JSON Schemas: `{}` where an array is meant. */
+export function normalizeSchema(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(normalizeSchema);
+  if (typeof schema !== 'object' || schema === null || schema instanceof Uint8Array) return schema;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (ARRAY_KEYWORDS.has(key) && isEmptyObject(value)) out[key] = [];
+    else out[key] = normalizeSchema(value);
+  }
+  return out;
+}
+
+function isEmptyObject(v: unknown): boolean {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
+}
+
+/** The `context` table a Lua handler receives (LUA_API §2.1): plain data only. */
+export function luaContext(ctx: CallContext): Record<string, unknown> {
+  const out: Record<string, unknown> = { hub_id: ctx.hub_id };
+  if (ctx.session_uuid !== undefined) out.session_uuid = ctx.session_uuid;
+  if (ctx.agent_name !== undefined) out.agent_name = ctx.agent_name;
+  if (ctx.target !== undefined) out.target = ctx.target;
+  if (ctx.principal !== undefined) out.principal = ctx.principal;
+  if (ctx.plugin !== undefined) out.plugin = ctx.plugin;
+  if (ctx.request_id !== undefined) out.request_id = ctx.request_id;
+  if (ctx.uri !== undefined) out.uri = ctx.uri;
+  return out;
+}
+
+/** The context of a call made from Lua: the caller's table, with the hub's facts filled in. */
+function contextFromLua(value: unknown, registry: Registry, owner: string): CallContext {
+  const given = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  const ctx: CallContext = { hub_id: registry.hubId, plugin: owner };
+  for (const key of ['session_uuid', 'agent_name', 'target', 'principal'] as const) {
+    if (typeof given[key] === 'string') ctx[key] = given[key];
+  }
+  if (typeof given.request_id === 'string' || typeof given.request_id === 'number') ctx.request_id = given.request_id;
+  return ctx;
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' ? v : undefined;
+}
+
+function plainObject(v: unknown, what: string): Record<string, unknown> | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v === 'object' && v !== null && !Array.isArray(v)) return normalizeSchema(v) as Record<string, unknown>;
+  throw new LuaArgumentError(`${what} must be a table`);
+}
+
+function describeFailure(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions): void {
+  const { registry, owner } = opts;
+
+  const tool: HostFunctionSpec = {
+    fn: (args, call) => {
+      const name = checkString(args, call, 1, 'tool');
+      if (name === '') throw new LuaArgumentError("bad argument #1 to 'tool' (tool name must not be empty)");
+      const schema = checkTable(args, call, 2, 'tool') as Record<string, unknown>;
+      checkFunction(call, 3, 'tool');
+      const inputSchema = plainObject(schema.input_schema ?? schema.inputSchema, 'input_schema') ?? {
+        type: 'object',
+        properties: {},
+      };
+      const timeoutMs = typeof schema.timeout_ms === 'number' ? schema.timeout_ms : undefined;
+      const ref = call.ref(3);
+      try {
+        registry.addTool(owner, {
+          name,
+          description: str(schema.description) ?? '',
+          title: str(schema.title),
+          inputSchema,
+          outputSchema: plainObject(schema.output_schema ?? schema.outputSchema, 'output_schema'),
+          annotations: plainObject(schema.annotations, 'annotations'),
+          icons: Array.isArray(schema.icons) ? schema.icons : undefined,
+          timeoutMs,
+          handler: async (input, ctx) => {
+            const [value] = await state.call(ref, [input, luaContext(ctx)], { timeoutMs, signal: ctx.signal });
+            return toToolResult(value);
+          },
+        });
+      } catch (err) {
+        state.unref(ref);
+        throw new LuaArgumentError(describeFailure(err));
+      }
+      return undefined;
+    },
+  };
+
+  const prompt: HostFunctionSpec = {
+    fn: (args, call) => {
+      const name = checkString(args, call, 1, 'prompt');
+      if (name === '') throw new LuaArgumentError("bad argument #1 to 'prompt' (prompt name must not be empty)");
+      const schema = checkTable(args, call, 2, 'prompt') as Record<string, unknown>;
+      checkFunction(call, 3, 'prompt');
+      const list = Array.isArray(schema.arguments) ? schema.arguments : [];
+      const promptArgs: PromptArgument[] = list.map((a, i) => {
+        const arg = a as Record<string, unknown>;
+        if (typeof arg?.name !== 'string') {
+          throw new LuaArgumentError(`bad argument #2 to 'prompt' (arguments[${i + 1}].name must be a string)`);
+        }
+        const out: PromptArgument = { name: arg.name };
+        if (typeof arg.description === 'string') out.description = arg.description;
+        if (typeof arg.required === 'boolean') out.required = arg.required;
+        return out;
+      });
+      const timeoutMs = typeof schema.timeout_ms === 'number' ? schema.timeout_ms : undefined;
+      const ref = call.ref(3);
+      registry.addPrompt(owner, {
+        name,
+        description: str(schema.description) ?? '',
+        title: str(schema.title),
+        arguments: promptArgs,
+        handler: async (input, ctx) => {
+          const [value] = await state.call(ref, [input, luaContext(ctx)], { timeoutMs, signal: ctx.signal });
+          return toPromptResult(value, name);
+        },
+      });
+      return undefined;
+    },
+  };
+
+  const resource: HostFunctionSpec = {
+    fn: (args, call) => {
+      const uri = checkString(args, call, 1, 'resource');
+      if (uri === '') throw new LuaArgumentError("bad argument #1 to 'resource' (URI must not be empty)");
+      const schema = (optTable(args, call, 2, 'resource') ?? {}) as Record<string, unknown>;
+      checkFunction(call, 3, 'resource');
+      const mimeType = str(schema.mime_type ?? schema.mimeType);
+      const timeoutMs = typeof schema.timeout_ms === 'number' ? schema.timeout_ms : undefined;
+      const ref = call.ref(3);
+      registry.addResource(owner, {
+        uriTemplate: uri,
+        name: str(schema.name) ?? uri,
+        title: str(schema.title),
+        description: str(schema.description),
+        mimeType,
+        handler: async (readUri, params, ctx) => {
+          const [value] = await state.call(ref, [params, luaContext(ctx)], { timeoutMs, signal: ctx.signal });
+          return { contents: toResourceContents(value, readUri, mimeType) };
+        },
+      });
+      return undefined;
+    },
+  };
+
+  const notYet = (fname: string): HostFunctionSpec => ({
+    fn: () => {
+      throw new LuaArgumentError(`mcp.${fname} is not available yet: upstream proxies are not implemented in this version of moonhub`);
+    },
+  });
+
+  let openBatches = 0;
+
+  state.defineLibrary('mcp', {
+    tool,
+    remove_tool: {
+      fn: (args, call) => registry.removeTool(checkString(args, call, 1, 'remove_tool')),
+    },
+    list_tools: {
+      fn: () =>
+        registry.listTools().map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema })),
+    },
+    call_tool: {
+      async: true,
+      fn: async (args, call: HostCall) => {
+        const name = checkString(args, call, 1, 'call_tool');
+        const params = optTable(args, call, 2, 'call_tool') ?? {};
+        const ctx = contextFromLua(args[2], registry, owner);
+        try {
+          const result = await registry.callTool(name, params, ctx);
+          if (result.isError) {
+            const text = result.content.map((c) => (typeof c.text === 'string' ? c.text : '')).join('\n');
+            return new LuaMulti([undefined, text || 'the tool reported an error']);
+          }
+          return new LuaMulti([result.content]);
+        } catch (err) {
+          return new LuaMulti([undefined, describeFailure(err)]);
+        }
+      },
+    },
+    count: { fn: () => registry.countTools() },
+
+    prompt,
+    remove_prompt: {
+      fn: (args, call) => registry.removePrompt(checkString(args, call, 1, 'remove_prompt')),
+    },
+    list_prompts: { fn: () => registry.listPrompts() },
+    get_prompt: {
+      async: true,
+      fn: async (args, call) => {
+        const name = checkString(args, call, 1, 'get_prompt');
+        const input = (optTable(args, call, 2, 'get_prompt') ?? {}) as Record<string, string>;
+        try {
+          return await registry.getPrompt(name, input, { hub_id: registry.hubId, plugin: owner });
+        } catch (err) {
+          return new LuaMulti([undefined, describeFailure(err)]);
+        }
+      },
+    },
+    count_prompts: { fn: () => registry.countPrompts() },
+
+    resource,
+    remove_resource: {
+      fn: (args, call) => registry.removeResource(checkString(args, call, 1, 'remove_resource')),
+    },
+    list_resource_templates: {
+      fn: () =>
+        registry.listResourceTemplates().map((r) => ({
+          uri_template: r.uriTemplate,
+          name: r.name,
+          description: r.description,
+          mime_type: r.mimeType,
+        })),
+    },
+    list_resources: {
+      fn: () =>
+        registry.listResources().map((r) => ({ uri: r.uri, name: r.name, description: r.description, mime_type: r.mimeType })),
+    },
+    read_resource: {
+      async: true,
+      fn: async (args, call) => {
+        const uri = checkString(args, call, 1, 'read_resource');
+        const ctx = contextFromLua(args[1], registry, owner);
+        try {
+          const result = await registry.readResource(uri, ctx);
+          return result.contents.map((c) => ({ uri: c.uri, text: c.text, blob: c.blob, mime_type: c.mimeType }));
+        } catch (err) {
+          return new LuaMulti([undefined, err instanceof RegistryError ? err.message : describeFailure(err)]);
+        }
+      },
+    },
+    count_resources: { fn: () => registry.countResources() },
+
+    begin_batch: {
+      fn: () => {
+        registry.beginBatch();
+        openBatches++;
+        return undefined;
+      },
+    },
+    end_batch: {
+      fn: () => {
+        if (openBatches === 0) throw new LuaArgumentError('mcp.end_batch called without a matching mcp.begin_batch');
+        openBatches--;
+        registry.endBatch();
+        return undefined;
+      },
+    },
+    reset: {
+      fn: (args, call) => {
+        registry.reset(optString(args, call, 1, 'reset'));
+        return undefined;
+      },
+    },
+    proxy: notYet('proxy'),
+    remove_proxy: notYet('remove_proxy'),
+  });
+
+  // A plugin that forgets end_batch must not freeze notifications for the whole hub.
+  closeOpenBatches.set(state, () => {
+    while (openBatches > 0) {
+      openBatches--;
+      registry.endBatch();
+    }
+  });
+}
+
+const closeOpenBatches = new WeakMap<LuaState, () => void>();
+
+/** Ends any batch the plugin's code left open; returns whether there was one. */
+export function endForgottenBatches(state: LuaState): void {
+  closeOpenBatches.get(state)?.();
+}

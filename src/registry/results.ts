@@ -1,0 +1,127 @@
+/**
+ * Turning what a handler returned (already converted from Lua to JS) into MCP results, by the
+ * rules of LUA_API §2.2 for tools, and the prompt and resource shapes of §2.
+ */
+import { RegistryError } from './errors.js';
+import type { ContentItem, PromptMessage, PromptResult, ResourceContents, ToolResult } from './types.js';
+
+const textDecoder = new TextDecoder();
+
+function asText(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (v instanceof Uint8Array) return textDecoder.decode(v);
+  return String(v);
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
+}
+
+/** JSON text of a value, with byte strings shown as text. */
+export function toJsonText(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) => (v instanceof Uint8Array ? textDecoder.decode(v) : v));
+}
+
+/** Lua-style snake_case keys accepted next to MCP's camelCase ones in content items. */
+function normalizeItem(item: Record<string, unknown>): ContentItem {
+  const out: Record<string, unknown> = { ...item };
+  if ('mime_type' in out) {
+    out.mimeType ??= out.mime_type;
+    delete out.mime_type;
+  }
+  if (out.type === 'text' && out.text !== undefined) out.text = asText(out.text);
+  return out as ContentItem;
+}
+
+function isContentArray(v: unknown): v is Record<string, unknown>[] {
+  return Array.isArray(v) && v.length > 0 && isPlainObject(v[0]) && typeof v[0].type === 'string';
+}
+
+export function toToolResult(value: unknown): ToolResult {
+  if (value === undefined || value === null) return { content: [] };
+  if (typeof value === 'string' || value instanceof Uint8Array) {
+    return { content: [{ type: 'text', text: asText(value) }] };
+  }
+  if (typeof value === 'number' || typeof value === 'boolean') {
+    return { content: [{ type: 'text', text: String(value) }] };
+  }
+  if (isContentArray(value)) {
+    return { content: value.map((item) => normalizeItem(item)) };
+  }
+  if (isPlainObject(value) && Array.isArray(value.content)) {
+    const result: ToolResult = {
+      content: (value.content as unknown[]).filter(isPlainObject).map((item) => normalizeItem(item)),
+    };
+    const isError = value.isError ?? value.is_error;
+    if (isError === true) result.isError = true;
+    const structured = value.structuredContent ?? value.structured_content;
+    if (isPlainObject(structured)) result.structuredContent = structured;
+    return result;
+  }
+  const result: ToolResult = { content: [{ type: 'text', text: toJsonText(value) }] };
+  if (isPlainObject(value)) result.structuredContent = value;
+  return result;
+}
+
+/** `{description, messages}` or a string (one user text message). */
+export function toPromptResult(value: unknown, name: string): PromptResult {
+  if (typeof value === 'string' || value instanceof Uint8Array) {
+    return { messages: [{ role: 'user', content: { type: 'text', text: asText(value) } }] };
+  }
+  if (!isPlainObject(value) || !Array.isArray(value.messages)) {
+    throw new RegistryError(
+      'invalid_definition',
+      `prompt '${name}' returned ${value === undefined ? 'nothing' : 'a value'} that is neither a string nor {description, messages}`,
+    );
+  }
+  const messages: PromptMessage[] = value.messages.map((m, i) => {
+    if (!isPlainObject(m)) throw new RegistryError('invalid_definition', `prompt '${name}': message ${i + 1} is not a table`);
+    const role = m.role === 'assistant' ? 'assistant' : m.role === 'user' || m.role === undefined ? 'user' : undefined;
+    if (!role) throw new RegistryError('invalid_definition', `prompt '${name}': message ${i + 1} has role '${String(m.role)}' (user or assistant expected)`);
+    let content: ContentItem;
+    if (typeof m.content === 'string' || m.content instanceof Uint8Array) {
+      content = { type: 'text', text: asText(m.content) };
+    } else if (isPlainObject(m.content) && typeof m.content.type === 'string') {
+      content = normalizeItem(m.content);
+    } else if (isContentArray(m.content)) {
+      content = normalizeItem(m.content[0] as Record<string, unknown>);
+    } else {
+      throw new RegistryError('invalid_definition', `prompt '${name}': message ${i + 1} has no content`);
+    }
+    return { role, content };
+  });
+  const result: PromptResult = { messages };
+  if (value.description !== undefined) result.description = asText(value.description);
+  return result;
+}
+
+/**
+ * A string (text), `{text=..., mime_type=...}`, `{blob=<bytes>, mime_type=...}` or an array of
+ * those. Blobs are bytes (a Lua string) and go out base64-encoded.
+ */
+export function toResourceContents(value: unknown, uri: string, defaultMime?: string): ResourceContents[] {
+  const items = Array.isArray(value) ? value : [value];
+  return items.map((item, i) => {
+    if (typeof item === 'string') return withMime({ uri, text: item }, defaultMime);
+    // Bytes that are not UTF-8 cannot be text: they travel as a blob.
+    if (item instanceof Uint8Array) {
+      return withMime({ uri, blob: Buffer.from(item).toString('base64') }, defaultMime);
+    }
+    if (!isPlainObject(item)) {
+      throw new RegistryError('invalid_definition', `resource ${uri}: item ${i + 1} is neither a string nor a table`);
+    }
+    const itemUri = typeof item.uri === 'string' ? item.uri : uri;
+    const mime = (item.mime_type ?? item.mimeType ?? defaultMime) as string | undefined;
+    if (item.blob !== undefined) {
+      const bytes = typeof item.blob === 'string' ? Buffer.from(item.blob, 'utf8') : Buffer.from(item.blob as Uint8Array);
+      return withMime({ uri: itemUri, blob: bytes.toString('base64') }, mime);
+    }
+    if (item.text !== undefined) return withMime({ uri: itemUri, text: asText(item.text) }, mime);
+    throw new RegistryError('invalid_definition', `resource ${uri}: item ${i + 1} has neither text nor blob`);
+  });
+}
+
+function withMime(c: ResourceContents, mime: string | undefined): ResourceContents {
+  if (mime !== undefined) c.mimeType = mime;
+  return c;
+}
