@@ -51,6 +51,8 @@ mcp.tool("probe.call_slow", {}, function(_, ctx)
 end)
 
 mcp.tool("probe.ok", {}, function() return "ok" end)
+
+mcp.tool("probe.print", {}, function() print("hello from probe", 42) return "printed" end)
 `;
 
 const SLOW = String.raw`
@@ -145,6 +147,20 @@ describe('sandbox and limits, as a caller sees them', () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+describe('plugin output', () => {
+  it('sends print to the hub log, tagged with the plugin', async () => {
+    const from = hub.log().length;
+    const { client } = await connectHttpClient(hub.url, 'legacy');
+    try {
+      assert.equal(text(await client.callTool({ name: 'probe.print', arguments: {} })), 'printed');
+    } finally {
+      await client.close();
+    }
+    const line = await hub.waitForLog(/[^\n]*hello from probe\\t42[^\n]*/, from);
+    assert.match(line, /"plugin":"probe"/);
   });
 });
 
