@@ -84,12 +84,44 @@ export interface DispatcherOptions {
   onError?: (err: unknown) => void;
 }
 
+/**
+ * What backs a call's AbortSignal. An AbortController fits; transports pass lazy ones so a
+ * request whose handler never looks at its signal never pays for making one.
+ */
+export interface Abortable {
+  readonly signal: AbortSignal;
+  abort(reason?: unknown): void;
+}
+
+/** An Abortable whose AbortController is made on first use; `created` lets transports hook it. */
+export class LazyAbort implements Abortable {
+  private ctl: AbortController | undefined;
+
+  get signal(): AbortSignal {
+    return this.controller().signal;
+  }
+
+  abort(reason?: unknown): void {
+    this.controller().abort(reason);
+  }
+
+  private controller(): AbortController {
+    if (this.ctl === undefined) {
+      this.ctl = new AbortController();
+      this.created(this.ctl);
+    }
+    return this.ctl;
+  }
+
+  protected created(_ctl: AbortController): void {}
+}
+
 export interface McpDispatcher {
   readonly registry: Registry;
   readonly serverInfo: Implementation;
   readonly capabilities: Record<string, unknown>;
   /** Answers one request; never throws. `abort` backs the handler's CallContext.signal. */
-  handleRequest(msg: JsonRpcRequest, scope: RequestScope, abort?: AbortController): Promise<string>;
+  handleRequest(msg: JsonRpcRequest, scope: RequestScope, abort?: Abortable): Promise<string>;
   /** Handles one notification (initialized, cancelled); never throws. */
   handleNotification(msg: JsonRpcNotification, scope: RequestScope): void;
 }
@@ -98,7 +130,7 @@ type MethodHandler = (
   params: Record<string, unknown>,
   scope: RequestScope,
   id: JsonRpcId,
-  signal: AbortSignal | undefined,
+  abort: Abortable | undefined,
 ) => unknown;
 
 export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions = {}): McpDispatcher {
@@ -115,14 +147,24 @@ export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions 
   const onError = opts.onError;
   const hubId = registry.hubId;
   const serverInfoMeta = { [SERVER_INFO_META_KEY]: serverInfo };
+  const modernSuffix = '"resultType":"complete","_meta":' + JSON.stringify(serverInfoMeta);
 
-  function ctxFor(scope: RequestScope, id: JsonRpcId, signal: AbortSignal | undefined): CallContext {
-    const ctx: CallContext = { hub_id: hubId, request_id: id };
+  function ctxFor(scope: RequestScope, id: JsonRpcId, abort: Abortable | undefined): CallContext {
+    // An own getter (not a prototype one) so `{ ...ctx }` copies the signal too.
+    const ctx: CallContext =
+      abort === undefined
+        ? { hub_id: hubId, request_id: id }
+        : {
+            hub_id: hubId,
+            request_id: id,
+            get signal() {
+              return abort.signal;
+            },
+          };
     const session = scope.session;
     if (session?.id !== undefined) ctx.session_uuid = session.id;
     const principal = scope.principal ?? session?.principal;
     if (principal !== undefined) ctx.principal = principal;
-    if (signal !== undefined) ctx.signal = signal;
     return ctx;
   }
 
@@ -157,14 +199,14 @@ export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions 
       return page.nextCursor === undefined ? { tools: page.items } : { tools: page.items, nextCursor: page.nextCursor };
     },
 
-    'tools/call'(params, scope, id, signal) {
+    'tools/call'(params, scope, id, abort) {
       const name = params.name;
       if (typeof name !== 'string') throw new RpcError(INVALID_PARAMS, 'tools/call needs a string "name"');
       const args = params.arguments;
       if (args !== undefined && args !== null && !isPlainObject(args)) {
         throw new RpcError(INVALID_PARAMS, 'tools/call "arguments" must be an object');
       }
-      return registry.callTool(name, args ?? undefined, ctxFor(scope, id, signal), filterFor?.(scope));
+      return registry.callTool(name, args ?? undefined, ctxFor(scope, id, abort), filterFor?.(scope));
     },
 
     'prompts/list'(params, scope) {
@@ -174,7 +216,7 @@ export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions 
         : { prompts: page.items, nextCursor: page.nextCursor };
     },
 
-    'prompts/get'(params, scope, id, signal) {
+    'prompts/get'(params, scope, id, abort) {
       const name = params.name;
       if (typeof name !== 'string') throw new RpcError(INVALID_PARAMS, 'prompts/get needs a string "name"');
       const args = params.arguments;
@@ -184,7 +226,7 @@ export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions 
       return registry.getPrompt(
         name,
         (args ?? undefined) as Record<string, string> | undefined,
-        ctxFor(scope, id, signal),
+        ctxFor(scope, id, abort),
         filterFor?.(scope),
       );
     },
@@ -204,10 +246,10 @@ export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions 
         : { resourceTemplates: page.items, nextCursor: page.nextCursor };
     },
 
-    'resources/read'(params, scope, id, signal) {
+    'resources/read'(params, scope, id, abort) {
       const uri = params.uri;
       if (typeof uri !== 'string') throw new RpcError(INVALID_PARAMS, 'resources/read needs a string "uri"');
-      return registry.readResource(uri, ctxFor(scope, id, signal), filterFor?.(scope));
+      return registry.readResource(uri, ctxFor(scope, id, abort), filterFor?.(scope));
     },
 
     'logging/setLevel'(params, scope) {
@@ -268,7 +310,7 @@ export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions 
     return serializeError(id, INTERNAL_ERROR, 'Internal error');
   }
 
-  async function handleRequest(msg: JsonRpcRequest, scope: RequestScope, abort?: AbortController): Promise<string> {
+  async function handleRequest(msg: JsonRpcRequest, scope: RequestScope, abort?: Abortable): Promise<string> {
     const id = msg.id;
     const method = msg.method;
     const handler = Object.hasOwn(methods, method) ? methods[method] : undefined;
@@ -281,10 +323,26 @@ export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions 
     const session = scope.session;
     if (abort && session) session.inflight.set(id, abort);
     try {
-      let result = handler(msg.params ?? EMPTY, scope, id, abort?.signal);
+      let result = handler(msg.params ?? EMPTY, scope, id, abort);
       if (result instanceof Promise) result = await result;
       if (!isPlainObject(result)) throw new Error(`${method} handler returned a non-object result`);
-      return serializeResult(id, scope.era === 'modern' ? modernResult(method, result) : result);
+      if (scope.era !== 'modern') return serializeResult(id, result);
+      if (result._meta === undefined && result.resultType === undefined && !CACHEABLE_METHODS.has(method)) {
+        // Hot path (tools/call, prompts/get): splice the constant 2026 fields into the JSON
+        // instead of copying the result object.
+        const inner = JSON.stringify(result);
+        if (inner.charCodeAt(0) === 123 && inner.charCodeAt(inner.length - 1) === 125) {
+          return (
+            '{"jsonrpc":"2.0","id":' +
+            JSON.stringify(id) +
+            ',"result":' +
+            (inner === '{}' ? '{' : inner.slice(0, -1) + ',') +
+            modernSuffix +
+            '}}'
+          );
+        }
+      }
+      return serializeResult(id, modernResult(method, result));
     } catch (err) {
       return errorFor(id, err, scope);
     } finally {

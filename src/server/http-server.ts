@@ -6,7 +6,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from '../registry/registry.js';
-import { createMcpDispatcher, type DispatcherOptions, type McpDispatcher, type RequestScope } from './dispatcher.js';
+import {
+  LazyAbort,
+  createMcpDispatcher,
+  type DispatcherOptions,
+  type McpDispatcher,
+  type RequestScope,
+} from './dispatcher.js';
 import {
   INTERNAL_ERROR,
   INVALID_REQUEST,
@@ -65,14 +71,36 @@ export interface HttpServerHandle {
   close(): Promise<void>;
 }
 
-const ABORT = Symbol('moonhub.abort');
-type TrackedResponse = ServerResponse & { [ABORT]?: AbortController };
+/**
+ * A call's abort source, made lazily: the AbortController and the response's 'close' listener
+ * exist only once a handler reads `ctx.signal` (or a cancellation arrives first). The response
+ * closing before it finished means the caller went away.
+ */
+class ResponseAbort extends LazyAbort {
+  constructor(private readonly res: ServerResponse) {
+    super();
+  }
 
-/** Shared 'close' listener (no closure per request): a response closed before it finished = the caller went away. */
-function onResponseClose(this: TrackedResponse): void {
-  const ctl = this[ABORT];
-  if (ctl !== undefined && !this.writableFinished) ctl.abort(new Error('client disconnected'));
+  protected override created(ctl: AbortController): void {
+    const res = this.res;
+    if (res.closed) {
+      if (!res.writableFinished) ctl.abort(new Error('client disconnected'));
+      return;
+    }
+    res.once('close', () => {
+      if (!res.writableFinished) ctl.abort(new Error('client disconnected'));
+    });
+  }
 }
+
+interface BodyState {
+  res: ServerResponse;
+  chunks: Buffer[];
+  size: number;
+  over: boolean;
+}
+const BODY = Symbol('moonhub.body');
+type BodyRequest = IncomingMessage & { [BODY]?: BodyState };
 
 function headerOf(req: IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
@@ -177,41 +205,51 @@ export function createMcpHttpHandler(registry: Registry, opts: HttpHandlerOption
       req.resume();
       return;
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = declared > maxBody;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (over || size > maxBody) {
-        // Keep reading (and dropping) so the client gets to read our 413 instead of a reset.
-        over = true;
-        chunks.length = 0;
-        if (size > drainCap) {
-          tooLarge(res, true);
-          req.destroy();
-        }
-        return;
+    // State lives on the request and the listeners are shared: no closures per request.
+    (req as BodyRequest)[BODY] = { res, chunks: [], size: 0, over: declared > maxBody };
+    req.on('data', onBodyData);
+    req.on('end', onBodyEnd);
+    req.on('error', onBodyError);
+  }
+
+  function onBodyData(this: BodyRequest, chunk: Buffer): void {
+    const st = this[BODY]!;
+    st.size += chunk.length;
+    if (st.over || st.size > maxBody) {
+      // Keep reading (and dropping) so the client gets to read our 413 instead of a reset.
+      st.over = true;
+      st.chunks.length = 0;
+      if (st.size > drainCap) {
+        tooLarge(st.res, true);
+        this.destroy();
       }
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (over) {
-        tooLarge(res, false);
-        return;
-      }
-      const buf = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-      let body: unknown;
-      try {
-        body = JSON.parse(buf.toString('utf8'));
-      } catch {
-        fail(res, 400, PARSE_ERROR, 'Parse error: Invalid JSON');
-        return;
-      }
-      handlePost(req, res, body).catch((err: unknown) => internalFailure(res, err));
-    });
-    req.on('error', () => {
-      if (!res.headersSent) res.destroy();
-    });
+      return;
+    }
+    st.chunks.push(chunk);
+  }
+
+  function onBodyEnd(this: BodyRequest): void {
+    const st = this[BODY]!;
+    this[BODY] = undefined;
+    const res = st.res;
+    if (st.over) {
+      tooLarge(res, false);
+      return;
+    }
+    const buf = st.chunks.length === 1 ? st.chunks[0]! : Buffer.concat(st.chunks, st.size);
+    let body: unknown;
+    try {
+      body = JSON.parse(buf.toString('utf8'));
+    } catch {
+      fail(res, 400, PARSE_ERROR, 'Parse error: Invalid JSON');
+      return;
+    }
+    handlePost(this, res, body).catch((err: unknown) => internalFailure(res, err));
+  }
+
+  function onBodyError(this: BodyRequest): void {
+    const st = this[BODY];
+    if (st !== undefined && !st.res.headersSent) st.res.destroy();
   }
 
   function tooLarge(res: ServerResponse, closeNow: boolean): void {
@@ -282,15 +320,12 @@ export function createMcpHttpHandler(registry: Registry, opts: HttpHandlerOption
 
   async function answer(
     req: IncomingMessage,
-    res: TrackedResponse,
+    res: ServerResponse,
     msg: JsonRpcRequest,
     scope: RequestScope,
     sessionId: string | undefined,
   ): Promise<void> {
-    const abort = new AbortController();
-    res[ABORT] = abort;
-    res.once('close', onResponseClose);
-    const out = await dispatcher.handleRequest(msg, scope, abort);
+    const out = await dispatcher.handleRequest(msg, scope, new ResponseAbort(res));
     if (res.destroyed) return;
     respond(req, res, out, sessionId === undefined ? undefined : { 'Mcp-Session-Id': sessionId });
   }
@@ -351,7 +386,7 @@ export function createMcpHttpHandler(registry: Registry, opts: HttpHandlerOption
     const pending: Promise<string>[] = [];
     for (const el of batch) {
       const kind = classifyMessage(el);
-      if (kind === 'request') pending.push(dispatcher.handleRequest(el as JsonRpcRequest, scope, new AbortController()));
+      if (kind === 'request') pending.push(dispatcher.handleRequest(el as JsonRpcRequest, scope, new ResponseAbort(res)));
       else if (kind === 'notification') dispatcher.handleNotification(el as JsonRpcNotification, scope);
       else if (kind === 'invalid') pending.push(Promise.resolve(serializeError(echoableId(el), INVALID_REQUEST, 'Invalid Request')));
     }

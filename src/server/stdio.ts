@@ -6,7 +6,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Registry } from '../registry/registry.js';
 import type { EntryKind } from '../registry/types.js';
-import { createMcpDispatcher, newSessionState, type DispatcherOptions, type McpDispatcher, type RequestScope } from './dispatcher.js';
+import { LazyAbort, createMcpDispatcher, newSessionState, type DispatcherOptions, type McpDispatcher, type RequestScope } from './dispatcher.js';
 import {
   INVALID_PARAMS,
   INVALID_REQUEST,
@@ -208,7 +208,7 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
 
   function runRequest(m: JsonRpcRequest, scope: RequestScope): Promise<string> {
     // A controller per request so notifications/cancelled can abort the handler.
-    return dispatcher.handleRequest(m, scope, scope.session ? new AbortController() : undefined);
+    return dispatcher.handleRequest(m, scope, scope.session ? new LazyAbort() : undefined);
   }
 
   function close(): void {
