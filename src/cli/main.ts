@@ -71,7 +71,9 @@ async function serve(flags: ServeFlags): Promise<void> {
   if (!LOOPBACK.has(s.host)) {
     logger.warn({ host: s.host }, 'WARNING: listening on a non-loopback address without authentication; anyone who can reach it can call every tool');
   }
-  const http = await startHttpServer(hub.registry, { host: s.host, port: s.port, onError });
+  // A hub bound to a named address must accept that name in Host (DNS-rebinding check).
+  const allowedHosts = LOOPBACK.has(s.host) ? [] : [s.host];
+  const http = await startHttpServer(hub.registry, { host: s.host, port: s.port, onError, allowedHosts });
   process.stderr.write(`moonhub: serving MCP at ${http.url} (${hub.registry.countTools()} tools)\n`);
   await new Promise<void>((done) => {
     const stop = () => {
