@@ -47,7 +47,10 @@ export interface SessionState {
   readonly inflight: Map<JsonRpcId, AbortController>;
 }
 
-export function newSessionState(id: string | undefined, protocolVersion = LATEST_LEGACY_VERSION): SessionState {
+export function newSessionState(
+  id: string | undefined,
+  protocolVersion = LATEST_LEGACY_VERSION,
+): SessionState {
   return {
     id,
     protocolVersion,
@@ -133,9 +136,16 @@ type MethodHandler = (
   abort: Abortable | undefined,
 ) => unknown;
 
-export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions = {}): McpDispatcher {
-  const pageSize = opts.pageSize && opts.pageSize > 0 ? Math.floor(opts.pageSize) : DEFAULT_PAGE_SIZE;
-  const serverInfo: Implementation = opts.serverInfo ?? { name: 'moonhub', version: packageVersion() };
+export function createMcpDispatcher(
+  registry: Registry,
+  opts: DispatcherOptions = {},
+): McpDispatcher {
+  const pageSize =
+    opts.pageSize && opts.pageSize > 0 ? Math.floor(opts.pageSize) : DEFAULT_PAGE_SIZE;
+  const serverInfo: Implementation = opts.serverInfo ?? {
+    name: 'moonhub',
+    version: packageVersion(),
+  };
   const capabilities: Record<string, unknown> = {
     tools: { listChanged: true },
     prompts: { listChanged: true },
@@ -171,15 +181,24 @@ export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions 
   const methods: Record<string, MethodHandler> = {
     initialize(params, scope) {
       const session = scope.session;
-      const requested = typeof params.protocolVersion === 'string' ? params.protocolVersion : undefined;
+      const requested =
+        typeof params.protocolVersion === 'string' ? params.protocolVersion : undefined;
       const version =
-        requested !== undefined && LEGACY_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_LEGACY_VERSION;
+        requested !== undefined && LEGACY_PROTOCOL_VERSIONS.includes(requested)
+          ? requested
+          : LATEST_LEGACY_VERSION;
       if (session) {
         session.protocolVersion = version;
         session.clientInfo = params.clientInfo;
-        session.clientCapabilities = isPlainObject(params.capabilities) ? params.capabilities : undefined;
+        session.clientCapabilities = isPlainObject(params.capabilities)
+          ? params.capabilities
+          : undefined;
       }
-      const result: Record<string, unknown> = { protocolVersion: version, capabilities, serverInfo };
+      const result: Record<string, unknown> = {
+        protocolVersion: version,
+        capabilities,
+        serverInfo,
+      };
       if (opts.instructions !== undefined) result.instructions = opts.instructions;
       return result;
     },
@@ -189,28 +208,49 @@ export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions 
     },
 
     'server/discover'() {
-      const result: Record<string, unknown> = { supportedVersions: MODERN_PROTOCOL_VERSIONS, capabilities };
+      const result: Record<string, unknown> = {
+        supportedVersions: MODERN_PROTOCOL_VERSIONS,
+        capabilities,
+      };
       if (opts.instructions !== undefined) result.instructions = opts.instructions;
       return result;
     },
 
     'tools/list'(params, scope) {
-      const page = paginate(registry.listTools(filterFor?.(scope)), nameOf, params.cursor, pageSize);
-      return page.nextCursor === undefined ? { tools: page.items } : { tools: page.items, nextCursor: page.nextCursor };
+      const page = paginate(
+        registry.listTools(filterFor?.(scope)),
+        nameOf,
+        params.cursor,
+        pageSize,
+      );
+      return page.nextCursor === undefined
+        ? { tools: page.items }
+        : { tools: page.items, nextCursor: page.nextCursor };
     },
 
     'tools/call'(params, scope, id, abort) {
       const name = params.name;
-      if (typeof name !== 'string') throw new RpcError(INVALID_PARAMS, 'tools/call needs a string "name"');
+      if (typeof name !== 'string')
+        throw new RpcError(INVALID_PARAMS, 'tools/call needs a string "name"');
       const args = params.arguments;
       if (args !== undefined && args !== null && !isPlainObject(args)) {
         throw new RpcError(INVALID_PARAMS, 'tools/call "arguments" must be an object');
       }
-      return registry.callTool(name, args ?? undefined, ctxFor(scope, id, abort), filterFor?.(scope));
+      return registry.callTool(
+        name,
+        args ?? undefined,
+        ctxFor(scope, id, abort),
+        filterFor?.(scope),
+      );
     },
 
     'prompts/list'(params, scope) {
-      const page = paginate(registry.listPrompts(filterFor?.(scope)), nameOf, params.cursor, pageSize);
+      const page = paginate(
+        registry.listPrompts(filterFor?.(scope)),
+        nameOf,
+        params.cursor,
+        pageSize,
+      );
       return page.nextCursor === undefined
         ? { prompts: page.items }
         : { prompts: page.items, nextCursor: page.nextCursor };
@@ -218,7 +258,8 @@ export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions 
 
     'prompts/get'(params, scope, id, abort) {
       const name = params.name;
-      if (typeof name !== 'string') throw new RpcError(INVALID_PARAMS, 'prompts/get needs a string "name"');
+      if (typeof name !== 'string')
+        throw new RpcError(INVALID_PARAMS, 'prompts/get needs a string "name"');
       const args = params.arguments;
       if (args !== undefined && args !== null && !isPlainObject(args)) {
         throw new RpcError(INVALID_PARAMS, 'prompts/get "arguments" must be an object');
@@ -232,7 +273,12 @@ export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions 
     },
 
     'resources/list'(params, scope) {
-      const page = paginate(registry.listResources(filterFor?.(scope)), uriOf, params.cursor, pageSize);
+      const page = paginate(
+        registry.listResources(filterFor?.(scope)),
+        uriOf,
+        params.cursor,
+        pageSize,
+      );
       return page.nextCursor === undefined
         ? { resources: page.items }
         : { resources: page.items, nextCursor: page.nextCursor };
@@ -248,7 +294,8 @@ export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions 
 
     'resources/read'(params, scope, id, abort) {
       const uri = params.uri;
-      if (typeof uri !== 'string') throw new RpcError(INVALID_PARAMS, 'resources/read needs a string "uri"');
+      if (typeof uri !== 'string')
+        throw new RpcError(INVALID_PARAMS, 'resources/read needs a string "uri"');
       return registry.readResource(uri, ctxFor(scope, id, abort), filterFor?.(scope));
     },
 
@@ -263,14 +310,18 @@ export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions 
 
     'completion/complete'(params) {
       if (!isPlainObject(params.ref) || !isPlainObject(params.argument)) {
-        throw new RpcError(INVALID_PARAMS, 'completion/complete needs "ref" and "argument" objects');
+        throw new RpcError(
+          INVALID_PARAMS,
+          'completion/complete needs "ref" and "argument" objects',
+        );
       }
       return { completion: { values: [], total: 0, hasMore: false } };
     },
   };
 
   /** Methods a 2025-era peer may call (everything but the 2026-only ones). */
-  const legacyAllowed = (m: string): boolean => m !== 'server/discover' && m !== 'subscriptions/listen';
+  const legacyAllowed = (m: string): boolean =>
+    m !== 'server/discover' && m !== 'subscriptions/listen';
 
   /** Shapes a 2026-07-28 result: `resultType`, cache hints where required, serverInfo in `_meta`. */
   function modernResult(method: string, result: Record<string, unknown>): Record<string, unknown> {
@@ -310,7 +361,11 @@ export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions 
     return serializeError(id, INTERNAL_ERROR, 'Internal error');
   }
 
-  async function handleRequest(msg: JsonRpcRequest, scope: RequestScope, abort?: Abortable): Promise<string> {
+  async function handleRequest(
+    msg: JsonRpcRequest,
+    scope: RequestScope,
+    abort?: Abortable,
+  ): Promise<string> {
     const id = msg.id;
     const method = msg.method;
     const handler = Object.hasOwn(methods, method) ? methods[method] : undefined;
@@ -327,7 +382,11 @@ export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions 
       if (result instanceof Promise) result = await result;
       if (!isPlainObject(result)) throw new Error(`${method} handler returned a non-object result`);
       if (scope.era !== 'modern') return serializeResult(id, result);
-      if (result._meta === undefined && result.resultType === undefined && !CACHEABLE_METHODS.has(method)) {
+      if (
+        result._meta === undefined &&
+        result.resultType === undefined &&
+        !CACHEABLE_METHODS.has(method)
+      ) {
         // Hot path (tools/call, prompts/get): splice the constant 2026 fields into the JSON
         // instead of copying the result object.
         const inner = JSON.stringify(result);
@@ -362,7 +421,9 @@ export function createMcpDispatcher(registry: Registry, opts: DispatcherOptions 
           const ctl = session.inflight.get(requestId);
           if (ctl) {
             session.inflight.delete(requestId);
-            ctl.abort(new Error(typeof msg.params?.reason === 'string' ? msg.params.reason : 'cancelled'));
+            ctl.abort(
+              new Error(typeof msg.params?.reason === 'string' ? msg.params.reason : 'cancelled'),
+            );
           }
         }
         return;

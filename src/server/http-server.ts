@@ -26,10 +26,24 @@ import {
   type JsonRpcNotification,
   type JsonRpcRequest,
 } from './jsonrpc.js';
-import { LegacySessionStore, type LegacySession, type SessionStoreOptions } from './legacy-sessions.js';
-import { ALL_KINDS, LIST_CHANGED_METHOD, ListChangedFanout, type FanoutOptions } from './list-changed.js';
+import {
+  LegacySessionStore,
+  type LegacySession,
+  type SessionStoreOptions,
+} from './legacy-sessions.js';
+import {
+  ALL_KINDS,
+  LIST_CHANGED_METHOD,
+  ListChangedFanout,
+  type FanoutOptions,
+} from './list-changed.js';
 import { createRequestGuard, type OriginPolicy } from './origin.js';
-import { BATCH_VERSIONS, DEFAULT_MAX_BODY_BYTES, LEGACY_PROTOCOL_VERSIONS, PROTOCOL_VERSION_META_KEY } from './protocol.js';
+import {
+  BATCH_VERSIONS,
+  DEFAULT_MAX_BODY_BYTES,
+  LEGACY_PROTOCOL_VERSIONS,
+  PROTOCOL_VERSION_META_KEY,
+} from './protocol.js';
 import { SseStream, writeSingleEventResponse } from './sse.js';
 import { ListenStreams, routePost, sendJson } from './stateless.js';
 import { serializeNotification } from './jsonrpc.js';
@@ -37,7 +51,8 @@ import type { EntryKind } from '../registry/types.js';
 
 export { DEFAULT_MAX_BODY_BYTES };
 
-export interface HttpHandlerOptions extends DispatcherOptions, OriginPolicy, SessionStoreOptions, FanoutOptions {
+export interface HttpHandlerOptions
+  extends DispatcherOptions, OriginPolicy, SessionStoreOptions, FanoutOptions {
   /** The MCP endpoint path (default `/mcp`). */
   path?: string;
   /** Largest accepted POST body in bytes (default 4 MiB). */
@@ -110,7 +125,12 @@ function headerOf(req: IncomingMessage, name: string): string | undefined {
 /** JSON unless the client accepts only an event stream. */
 function wantsSse(req: IncomingMessage): boolean {
   const accept = req.headers.accept;
-  return accept !== undefined && !accept.includes('application/json') && !accept.includes('*/*') && accept.includes('text/event-stream');
+  return (
+    accept !== undefined &&
+    !accept.includes('application/json') &&
+    !accept.includes('*/*') &&
+    accept.includes('text/event-stream')
+  );
 }
 
 function isJsonContentType(ct: string | undefined): boolean {
@@ -125,7 +145,10 @@ const LEGACY_NOTES: Record<EntryKind, string> = {
   resources: serializeNotification(LIST_CHANGED_METHOD.resources),
 };
 
-export function createMcpHttpHandler(registry: Registry, opts: HttpHandlerOptions = {}): McpHttpHandler {
+export function createMcpHttpHandler(
+  registry: Registry,
+  opts: HttpHandlerOptions = {},
+): McpHttpHandler {
   const dispatcher = opts.dispatcher ?? createMcpDispatcher(registry, opts);
   const path = opts.path ?? '/mcp';
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
@@ -140,21 +163,39 @@ export function createMcpHttpHandler(registry: Registry, opts: HttpHandlerOption
   function legacyScope(session: LegacySession): RequestScope {
     let scope = scopes.get(session);
     if (scope === undefined) {
-      scope = { era: 'legacy', protocolVersion: session.protocolVersion, session, principal: session.principal };
+      scope = {
+        era: 'legacy',
+        protocolVersion: session.protocolVersion,
+        session,
+        principal: session.principal,
+      };
       scopes.set(session, scope);
     }
     scope.protocolVersion = session.protocolVersion;
     return scope;
   }
 
-  function fail(res: ServerResponse, status: number, code: number, message: string, id: unknown = null, data?: unknown): void {
+  function fail(
+    res: ServerResponse,
+    status: number,
+    code: number,
+    message: string,
+    id: unknown = null,
+    data?: unknown,
+  ): void {
     sendJson(res, status, serializeError(echoableId({ id }) ?? null, code, message, data));
   }
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
     try {
       const url = req.url ?? '/';
-      if (url !== path && !(url.startsWith(path) && (url[path.length] === '?' || url[path.length] === '/' && url.length === path.length + 1))) {
+      if (
+        url !== path &&
+        !(
+          url.startsWith(path) &&
+          (url[path.length] === '?' || (url[path.length] === '/' && url.length === path.length + 1))
+        )
+      ) {
         fail(res, 404, SERVER_ERROR, 'Not Found');
         req.resume();
         return;
@@ -255,15 +296,31 @@ export function createMcpHttpHandler(registry: Registry, opts: HttpHandlerOption
   function tooLarge(res: ServerResponse, closeNow: boolean): void {
     if (res.headersSent) return;
     res.writeHead(413, { 'Content-Type': 'application/json', Connection: 'close' });
-    res.end(serializeError(null, SERVER_ERROR, `Payload Too Large: the request body exceeds ${maxBody} bytes`));
+    res.end(
+      serializeError(
+        null,
+        SERVER_ERROR,
+        `Payload Too Large: the request body exceeds ${maxBody} bytes`,
+      ),
+    );
     if (closeNow) res.once('finish', () => res.socket?.destroySoon());
   }
 
-  async function handlePost(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+  async function handlePost(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: unknown,
+  ): Promise<void> {
     if (Array.isArray(body)) return handleBatch(req, res, body);
     const kind = classifyMessage(body);
     if (kind === 'invalid') {
-      fail(res, 400, INVALID_REQUEST, 'Invalid Request: not a JSON-RPC 2.0 request, notification or response', echoableId(body));
+      fail(
+        res,
+        400,
+        INVALID_REQUEST,
+        'Invalid Request: not a JSON-RPC 2.0 request, notification or response',
+        echoableId(body),
+      );
       return;
     }
     if (kind === 'response') {
@@ -274,7 +331,14 @@ export function createMcpHttpHandler(registry: Registry, opts: HttpHandlerOption
     const msg = body as JsonRpcRequest;
     const route = routePost(msg, kind === 'request', req.headers);
     if (route.kind === 'reject') {
-      fail(res, route.status, route.code, route.message, kind === 'request' ? msg.id : null, route.data);
+      fail(
+        res,
+        route.status,
+        route.code,
+        route.message,
+        kind === 'request' ? msg.id : null,
+        route.data,
+      );
       return;
     }
     if (route.kind === 'modern') {
@@ -330,7 +394,12 @@ export function createMcpHttpHandler(registry: Registry, opts: HttpHandlerOption
     respond(req, res, out, sessionId === undefined ? undefined : { 'Mcp-Session-Id': sessionId });
   }
 
-  function respond(req: IncomingMessage, res: ServerResponse, out: string, headers?: Record<string, string>): void {
+  function respond(
+    req: IncomingMessage,
+    res: ServerResponse,
+    out: string,
+    headers?: Record<string, string>,
+  ): void {
     if (wantsSse(req)) writeSingleEventResponse(res, out, headers);
     else sendJson(res, 200, out, headers);
   }
@@ -354,21 +423,39 @@ export function createMcpHttpHandler(registry: Registry, opts: HttpHandlerOption
     }
     const pv = headerOf(req, 'mcp-protocol-version');
     if (pv !== undefined && !LEGACY_PROTOCOL_VERSIONS.includes(pv.trim())) {
-      fail(res, 400, SERVER_ERROR, `Bad Request: Unsupported protocol version: ${pv} (supported versions: ${LEGACY_PROTOCOL_VERSIONS.join(', ')})`);
+      fail(
+        res,
+        400,
+        SERVER_ERROR,
+        `Bad Request: Unsupported protocol version: ${pv} (supported versions: ${LEGACY_PROTOCOL_VERSIONS.join(', ')})`,
+      );
       return undefined;
     }
     return session;
   }
 
-  async function handleBatch(req: IncomingMessage, res: ServerResponse, batch: unknown[]): Promise<void> {
+  async function handleBatch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    batch: unknown[],
+  ): Promise<void> {
     if (batch.length === 0) {
       fail(res, 400, INVALID_REQUEST, 'Invalid Request: empty JSON-RPC batch');
       return;
     }
     for (const el of batch) {
       const params = isPlainObject(el) ? el.params : undefined;
-      if (isPlainObject(params) && isPlainObject(params._meta) && PROTOCOL_VERSION_META_KEY in params._meta) {
-        fail(res, 400, INVALID_REQUEST, 'Invalid Request: JSON-RPC batches may not carry 2026-07-28 requests');
+      if (
+        isPlainObject(params) &&
+        isPlainObject(params._meta) &&
+        PROTOCOL_VERSION_META_KEY in params._meta
+      ) {
+        fail(
+          res,
+          400,
+          INVALID_REQUEST,
+          'Invalid Request: JSON-RPC batches may not carry 2026-07-28 requests',
+        );
         return;
       }
       if (isPlainObject(el) && el.method === 'initialize') {
@@ -379,23 +466,34 @@ export function createMcpHttpHandler(registry: Registry, opts: HttpHandlerOption
     const session = legacySession(req, res);
     if (session === undefined) return;
     if (!BATCH_VERSIONS.has(session.protocolVersion)) {
-      fail(res, 400, INVALID_REQUEST, `Invalid Request: JSON-RPC batches are not supported on protocol revision ${session.protocolVersion}`);
+      fail(
+        res,
+        400,
+        INVALID_REQUEST,
+        `Invalid Request: JSON-RPC batches are not supported on protocol revision ${session.protocolVersion}`,
+      );
       return;
     }
     const scope = legacyScope(session);
     const pending: Promise<string>[] = [];
     for (const el of batch) {
       const kind = classifyMessage(el);
-      if (kind === 'request') pending.push(dispatcher.handleRequest(el as JsonRpcRequest, scope, new ResponseAbort(res)));
-      else if (kind === 'notification') dispatcher.handleNotification(el as JsonRpcNotification, scope);
-      else if (kind === 'invalid') pending.push(Promise.resolve(serializeError(echoableId(el), INVALID_REQUEST, 'Invalid Request')));
+      if (kind === 'request')
+        pending.push(dispatcher.handleRequest(el as JsonRpcRequest, scope, new ResponseAbort(res)));
+      else if (kind === 'notification')
+        dispatcher.handleNotification(el as JsonRpcNotification, scope);
+      else if (kind === 'invalid')
+        pending.push(
+          Promise.resolve(serializeError(echoableId(el), INVALID_REQUEST, 'Invalid Request')),
+        );
     }
     if (pending.length === 0) {
       accepted(res);
       return;
     }
     const outs = await Promise.all(pending);
-    if (!res.destroyed) respond(req, res, '[' + outs.join(',') + ']', { 'Mcp-Session-Id': session.id });
+    if (!res.destroyed)
+      respond(req, res, '[' + outs.join(',') + ']', { 'Mcp-Session-Id': session.id });
   }
 
   // ---- GET / DELETE --------------------------------------------------------------------------
@@ -405,7 +503,13 @@ export function createMcpHttpHandler(registry: Registry, opts: HttpHandlerOption
     if (sid === undefined || sid === '') {
       // No session: 2026-07-28 clients use subscriptions/listen instead of a standalone stream.
       res.writeHead(405, { Allow: 'POST', 'Content-Type': 'application/json' });
-      res.end(serializeError(null, SERVER_ERROR, 'Method Not Allowed: no session stream without Mcp-Session-Id'));
+      res.end(
+        serializeError(
+          null,
+          SERVER_ERROR,
+          'Method Not Allowed: no session stream without Mcp-Session-Id',
+        ),
+      );
       return;
     }
     if (!(req.headers.accept ?? '').includes('text/event-stream')) {
@@ -418,7 +522,7 @@ export function createMcpHttpHandler(registry: Registry, opts: HttpHandlerOption
       fail(res, 409, SERVER_ERROR, 'Conflict: Only one SSE stream is allowed per session');
       return;
     }
-    let removeSink: (() => void) | undefined;
+    let removeSink: (() => void) | undefined = undefined;
     const stream = new SseStream(res, { 'Mcp-Session-Id': session.id }, () => {
       removeSink?.();
       if (session.stream === stream) session.stream = undefined;
@@ -451,7 +555,10 @@ export function createMcpHttpHandler(registry: Registry, opts: HttpHandlerOption
 }
 
 /** Starts an HTTP server with the MCP endpoint; binds 127.0.0.1 unless told otherwise. */
-export function startHttpServer(registry: Registry, opts: HttpServerOptions = {}): Promise<HttpServerHandle> {
+export function startHttpServer(
+  registry: Registry,
+  opts: HttpServerOptions = {},
+): Promise<HttpServerHandle> {
   const handler = createMcpHttpHandler(registry, opts);
   const server = createServer(handler.handle);
   const host = opts.host ?? '127.0.0.1';

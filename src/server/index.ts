@@ -18,7 +18,11 @@ export {
 export { serveStdio, type StdioOptions, type StdioServer } from './stdio.js';
 export { ListChangedFanout, type ChangeSink, type FanoutOptions } from './list-changed.js';
 export { createRequestGuard, type OriginPolicy } from './origin.js';
-export { LegacySessionStore, type LegacySession, type SessionStoreOptions } from './legacy-sessions.js';
+export {
+  LegacySessionStore,
+  type LegacySession,
+  type SessionStoreOptions,
+} from './legacy-sessions.js';
 export { RpcError } from './jsonrpc.js';
 export { setSseKeepAliveInterval } from './sse.js';
 export {

@@ -59,7 +59,10 @@ export function classifyMessage(msg: unknown): MessageKind {
   const method = m.method;
   if (typeof method === 'string') {
     const params = m.params;
-    if (params !== undefined && (params === null || typeof params !== 'object' || Array.isArray(params))) {
+    if (
+      params !== undefined &&
+      (params === null || typeof params !== 'object' || Array.isArray(params))
+    ) {
       return 'invalid';
     }
     if (!('id' in m)) return 'notification';
@@ -84,10 +87,17 @@ export function echoableId(msg: unknown): JsonRpcId | null {
 }
 
 export function serializeResult(id: JsonRpcId, result: unknown): string {
-  return '{"jsonrpc":"2.0","id":' + JSON.stringify(id) + ',"result":' + JSON.stringify(result) + '}';
+  return (
+    '{"jsonrpc":"2.0","id":' + JSON.stringify(id) + ',"result":' + JSON.stringify(result) + '}'
+  );
 }
 
-export function serializeError(id: JsonRpcId | null, code: number, message: string, data?: unknown): string {
+export function serializeError(
+  id: JsonRpcId | null,
+  code: number,
+  message: string,
+  data?: unknown,
+): string {
   const error: { code: number; message: string; data?: unknown } = { code, message };
   if (data !== undefined) error.data = data;
   return '{"jsonrpc":"2.0","id":' + JSON.stringify(id) + ',"error":' + JSON.stringify(error) + '}';
@@ -96,7 +106,11 @@ export function serializeError(id: JsonRpcId | null, code: number, message: stri
 export function serializeNotification(method: string, params?: Record<string, unknown>): string {
   return params === undefined
     ? '{"jsonrpc":"2.0","method":' + JSON.stringify(method) + '}'
-    : '{"jsonrpc":"2.0","method":' + JSON.stringify(method) + ',"params":' + JSON.stringify(params) + '}';
+    : '{"jsonrpc":"2.0","method":' +
+        JSON.stringify(method) +
+        ',"params":' +
+        JSON.stringify(params) +
+        '}';
 }
 
 /** Plain-object check used for params and `_meta`. */

@@ -72,4 +72,8 @@ export class ListChangedFanout {
   }
 }
 
-export const ALL_KINDS: ReadonlySet<EntryKind> = new Set<EntryKind>(['tools', 'prompts', 'resources']);
+export const ALL_KINDS: ReadonlySet<EntryKind> = new Set<EntryKind>([
+  'tools',
+  'prompts',
+  'resources',
+]);

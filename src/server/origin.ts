@@ -26,9 +26,16 @@ export function hostnameOf(host: string): string | undefined {
 
 export type GuardVerdict = undefined | { status: number; message: string };
 
-export function createRequestGuard(policy: OriginPolicy = {}): (headers: IncomingHttpHeaders) => GuardVerdict {
-  const hosts = new Set([...LOCAL_HOSTNAMES, ...(policy.allowedHosts ?? []).map((h) => h.toLowerCase())]);
-  const origins = new Set((policy.allowedOrigins ?? []).map((o) => o.toLowerCase().replace(/\/$/, '')));
+export function createRequestGuard(
+  policy: OriginPolicy = {},
+): (headers: IncomingHttpHeaders) => GuardVerdict {
+  const hosts = new Set([
+    ...LOCAL_HOSTNAMES,
+    ...(policy.allowedHosts ?? []).map((h) => h.toLowerCase()),
+  ]);
+  const origins = new Set(
+    (policy.allowedOrigins ?? []).map((o) => o.toLowerCase().replace(/\/$/, '')),
+  );
   const anyHost = policy.anyHost === true;
   return (headers) => {
     if (!anyHost) {

@@ -7,7 +7,12 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** 2025-era revisions negotiated through `initialize`, newest first. */
-export const LEGACY_PROTOCOL_VERSIONS: readonly string[] = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
+export const LEGACY_PROTOCOL_VERSIONS: readonly string[] = [
+  '2025-11-25',
+  '2025-06-18',
+  '2025-03-26',
+  '2024-11-05',
+];
 export const LATEST_LEGACY_VERSION = '2025-11-25';
 /** Stateless revisions negotiated through the per-request `_meta` envelope. */
 export const MODERN_PROTOCOL_VERSIONS: readonly string[] = ['2026-07-28'];
@@ -102,8 +107,12 @@ const BASE64_CANONICAL = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9
  * client uses for values a header cannot carry. `undefined` when the sentinel is malformed.
  */
 export function decodeHeaderValue(value: string): string | undefined {
-  if (!(value.startsWith(BASE64_SENTINEL_PREFIX) && value.endsWith(BASE64_SENTINEL_SUFFIX))) return value;
-  const b64 = value.slice(BASE64_SENTINEL_PREFIX.length, value.length - BASE64_SENTINEL_SUFFIX.length);
+  if (!(value.startsWith(BASE64_SENTINEL_PREFIX) && value.endsWith(BASE64_SENTINEL_SUFFIX)))
+    return value;
+  const b64 = value.slice(
+    BASE64_SENTINEL_PREFIX.length,
+    value.length - BASE64_SENTINEL_SUFFIX.length,
+  );
   if (!BASE64_CANONICAL.test(b64)) return undefined;
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(b64, 'base64'));

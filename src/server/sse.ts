@@ -91,7 +91,11 @@ export function setSseKeepAliveInterval(ms: number): void {
 }
 
 /** Writes a one-shot SSE response holding a single message (a POST answered as a stream). */
-export function writeSingleEventResponse(res: ServerResponse, json: string, headers: Record<string, string> = {}): void {
+export function writeSingleEventResponse(
+  res: ServerResponse,
+  json: string,
+  headers: Record<string, string> = {},
+): void {
   res.writeHead(200, {
     'Content-Type': 'text/event-stream',
     'Cache-Control': 'no-cache, no-transform',

@@ -74,11 +74,14 @@ export function routePost(
 
   if (!hasClaim) {
     if (isRequest && method === 'initialize') {
-      return pvModern ? mismatch('an initialize request was sent with a modern MCP-Protocol-Version header', pv) : LEGACY;
+      return pvModern
+        ? mismatch('an initialize request was sent with a modern MCP-Protocol-Version header', pv)
+        : LEGACY;
     }
     if (!pvModern) return LEGACY;
     if (!isRequest) {
-      if (mm !== undefined && mm !== method) return mismatch(`the body names method ${method} but Mcp-Method names ${mm}`, mm);
+      if (mm !== undefined && mm !== method)
+        return mismatch(`the body names method ${method} but Mcp-Method names ${mm}`, mm);
       return modernOrUnsupported(pv, undefined);
     }
     const missing = meta === undefined ? ['_meta'] : [PROTOCOL_VERSION_META_KEY];
@@ -92,7 +95,9 @@ export function routePost(
   if (typeof claimed !== 'string') {
     return badEnvelope(
       `Invalid _meta envelope for protocol revision 2026-07-28: ${PROTOCOL_VERSION_META_KEY}: expected a protocol version string`,
-      { envelope: { key: PROTOCOL_VERSION_META_KEY, problem: 'expected a protocol version string' } },
+      {
+        envelope: { key: PROTOCOL_VERSION_META_KEY, problem: 'expected a protocol version string' },
+      },
     );
   }
   const caps = meta[CLIENT_CAPABILITIES_META_KEY];
@@ -104,7 +109,10 @@ export function routePost(
     );
   }
   if (pv !== undefined && pv !== claimed) {
-    return mismatch(`the body envelope names protocol version ${claimed} but the MCP-Protocol-Version header names ${pv}`, pv);
+    return mismatch(
+      `the body envelope names protocol version ${claimed} but the MCP-Protocol-Version header names ${pv}`,
+      pv,
+    );
   }
   if (mm !== undefined && mm !== method) {
     return mismatch(`the body names method ${method} but the Mcp-Method header names ${mm}`, mm);
@@ -115,10 +123,16 @@ export function routePost(
   }
   if (isRequest) {
     if (pv === undefined) {
-      return mismatch(`the body envelope names protocol version ${claimed} but the required MCP-Protocol-Version header is absent`, '(missing)');
+      return mismatch(
+        `the body envelope names protocol version ${claimed} but the required MCP-Protocol-Version header is absent`,
+        '(missing)',
+      );
     }
     if (mm === undefined) {
-      return mismatch(`the body names method ${method} but the required Mcp-Method header is absent`, '(missing)');
+      return mismatch(
+        `the body names method ${method} but the required Mcp-Method header is absent`,
+        '(missing)',
+      );
     }
     const field = Object.hasOwn(MCP_NAME_SOURCE, method) ? MCP_NAME_SOURCE[method] : undefined;
     if (field !== undefined) {
@@ -126,13 +140,20 @@ export function routePost(
       const mn = header(headers, 'mcp-name');
       if (mn === undefined) {
         if (bodyValue !== undefined) {
-          return mismatch(`the body carries params.${field}="${bodyValue}" but the required Mcp-Name header is absent`, '(missing)');
+          return mismatch(
+            `the body carries params.${field}="${bodyValue}" but the required Mcp-Name header is absent`,
+            '(missing)',
+          );
         }
       } else {
         const decoded = decodeHeaderValue(mn);
-        if (decoded === undefined) return mismatch('the Mcp-Name header carries an invalid Base64 sentinel value', mn);
+        if (decoded === undefined)
+          return mismatch('the Mcp-Name header carries an invalid Base64 sentinel value', mn);
         if (bodyValue !== undefined && decoded !== bodyValue) {
-          return mismatch(`the body carries params.${field}="${bodyValue}" but the Mcp-Name header names "${decoded}"`, mn);
+          return mismatch(
+            `the body carries params.${field}="${bodyValue}" but the Mcp-Name header names "${decoded}"`,
+            mn,
+          );
         }
       }
     }
@@ -142,8 +163,12 @@ export function routePost(
 
 const LEGACY: PostRoute = { kind: 'legacy' };
 
-function modernOrUnsupported(version: string, caps: Record<string, unknown> | undefined): PostRoute {
-  if (MODERN_PROTOCOL_VERSIONS.includes(version)) return { kind: 'modern', version, clientCapabilities: caps };
+function modernOrUnsupported(
+  version: string,
+  caps: Record<string, unknown> | undefined,
+): PostRoute {
+  if (MODERN_PROTOCOL_VERSIONS.includes(version))
+    return { kind: 'modern', version, clientCapabilities: caps };
   return {
     kind: 'reject',
     status: 400,
@@ -161,7 +186,9 @@ export interface ListenFilter {
 }
 
 /** Parses `params.notifications`; undefined when it is not a filter object. */
-export function parseListenFilter(params: Record<string, unknown> | undefined): ListenFilter | undefined {
+export function parseListenFilter(
+  params: Record<string, unknown> | undefined,
+): ListenFilter | undefined {
   const n = params?.notifications;
   if (!isPlainObject(n)) return undefined;
   const honored: ListenFilter = {};
@@ -187,9 +214,13 @@ export function listenFrames(
   serverInfo: Implementation,
 ): { ack: string; notes: Record<EntryKind, string>; close: string } {
   const stamp = { [SUBSCRIPTION_ID_META_KEY]: id };
-  const note = (kind: EntryKind): string => serializeNotification(LIST_CHANGED_METHOD[kind], { _meta: stamp });
+  const note = (kind: EntryKind): string =>
+    serializeNotification(LIST_CHANGED_METHOD[kind], { _meta: stamp });
   return {
-    ack: serializeNotification('notifications/subscriptions/acknowledged', { notifications: filter, _meta: stamp }),
+    ack: serializeNotification('notifications/subscriptions/acknowledged', {
+      notifications: filter,
+      _meta: stamp,
+    }),
     notes: { tools: note('tools'), prompts: note('prompts'), resources: note('resources') },
     close: serializeResult(id, {
       resultType: 'complete',
@@ -213,10 +244,23 @@ export class ListenStreams {
   }
 
   /** Answers a listen request: an SSE stream that stays open until either side closes it. */
-  serve(res: ServerResponse, id: JsonRpcId, params: Record<string, unknown> | undefined, principal?: string): void {
+  serve(
+    res: ServerResponse,
+    id: JsonRpcId,
+    params: Record<string, unknown> | undefined,
+    principal?: string,
+  ): void {
     const filter = parseListenFilter(params);
     if (filter === undefined) {
-      sendJson(res, 200, serializeError(id, INVALID_PARAMS, "Invalid params: 'notifications' is required and must be a valid SubscriptionFilter"));
+      sendJson(
+        res,
+        200,
+        serializeError(
+          id,
+          INVALID_PARAMS,
+          "Invalid params: 'notifications' is required and must be a valid SubscriptionFilter",
+        ),
+      );
       return;
     }
     if (this.open.size >= this.maxStreams) {
@@ -225,7 +269,7 @@ export class ListenStreams {
     }
     const frames = listenFrames(id, filter, this.serverInfo);
     const kinds = filterKinds(filter);
-    let removeSink: (() => void) | undefined;
+    let removeSink: (() => void) | undefined = undefined;
     const graceful = (): void => {
       stream.send(frames.close);
       stream.end();
@@ -255,7 +299,12 @@ export class ListenStreams {
   }
 }
 
-export function sendJson(res: ServerResponse, status: number, body: string, headers?: Record<string, string>): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  headers?: Record<string, string>,
+): void {
   // A Content-Length (instead of chunked encoding) lets the client finish reading without a trailer.
   const length = String(Buffer.byteLength(body));
   res.writeHead(

@@ -6,7 +6,14 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Registry } from '../registry/registry.js';
 import type { EntryKind } from '../registry/types.js';
-import { LazyAbort, createMcpDispatcher, newSessionState, type DispatcherOptions, type McpDispatcher, type RequestScope } from './dispatcher.js';
+import {
+  LazyAbort,
+  createMcpDispatcher,
+  newSessionState,
+  type DispatcherOptions,
+  type McpDispatcher,
+  type RequestScope,
+} from './dispatcher.js';
 import {
   INVALID_PARAMS,
   INVALID_REQUEST,
@@ -21,10 +28,21 @@ import {
   type JsonRpcNotification,
   type JsonRpcRequest,
 } from './jsonrpc.js';
-import { ALL_KINDS, LIST_CHANGED_METHOD, ListChangedFanout, type FanoutOptions } from './list-changed.js';
-import { BATCH_VERSIONS, CLIENT_CAPABILITIES_META_KEY, DEFAULT_MAX_BODY_BYTES, MODERN_PROTOCOL_VERSIONS, PROTOCOL_VERSION_META_KEY, isModernVersion } from './protocol.js';
+import {
+  ALL_KINDS,
+  LIST_CHANGED_METHOD,
+  ListChangedFanout,
+  type FanoutOptions,
+} from './list-changed.js';
+import {
+  BATCH_VERSIONS,
+  CLIENT_CAPABILITIES_META_KEY,
+  DEFAULT_MAX_BODY_BYTES,
+  MODERN_PROTOCOL_VERSIONS,
+  PROTOCOL_VERSION_META_KEY,
+  isModernVersion,
+} from './protocol.js';
 import { filterKinds, listenFrames, parseListenFilter } from './stateless.js';
-
 
 export interface StdioOptions extends DispatcherOptions, FanoutOptions {
   input: Readable;
@@ -46,7 +64,11 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
   const dispatcher = opts.dispatcher ?? createMcpDispatcher(registry, opts);
   const maxLine = opts.maxLineBytes ?? DEFAULT_MAX_BODY_BYTES;
   const session = newSessionState(undefined);
-  const legacyScope: RequestScope = { era: 'legacy', protocolVersion: session.protocolVersion, session };
+  const legacyScope: RequestScope = {
+    era: 'legacy',
+    protocolVersion: session.protocolVersion,
+    session,
+  };
   const fanout = new ListChangedFanout(registry, opts);
   /** 2026 subscriptions on this connection, by listen request id. */
   const listens = new Map<JsonRpcId, { remove: () => void; close: string }>();
@@ -114,19 +136,30 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
 
   function handleBatch(batch: unknown[]): void {
     if (batch.length === 0 || !BATCH_VERSIONS.has(session.protocolVersion)) {
-      write(serializeError(null, INVALID_REQUEST, batch.length === 0
-        ? 'Invalid Request: empty JSON-RPC batch'
-        : `Invalid Request: JSON-RPC batches are not supported on protocol revision ${session.protocolVersion}`));
+      write(
+        serializeError(
+          null,
+          INVALID_REQUEST,
+          batch.length === 0
+            ? 'Invalid Request: empty JSON-RPC batch'
+            : `Invalid Request: JSON-RPC batches are not supported on protocol revision ${session.protocolVersion}`,
+        ),
+      );
       return;
     }
     const pending: Promise<string>[] = [];
     for (const el of batch) {
       const kind = classifyMessage(el);
       if (kind === 'request') pending.push(runRequest(el as JsonRpcRequest, legacyScope));
-      else if (kind === 'notification') dispatcher.handleNotification(el as JsonRpcNotification, legacyScope);
-      else if (kind === 'invalid') pending.push(Promise.resolve(serializeError(echoableId(el), INVALID_REQUEST, 'Invalid Request')));
+      else if (kind === 'notification')
+        dispatcher.handleNotification(el as JsonRpcNotification, legacyScope);
+      else if (kind === 'invalid')
+        pending.push(
+          Promise.resolve(serializeError(echoableId(el), INVALID_REQUEST, 'Invalid Request')),
+        );
     }
-    if (pending.length > 0) void Promise.all(pending).then((outs) => write('[' + outs.join(',') + ']'));
+    if (pending.length > 0)
+      void Promise.all(pending).then((outs) => write('[' + outs.join(',') + ']'));
   }
 
   function handleMessage(msg: unknown): void {
@@ -137,7 +170,8 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
     }
     if (kind === 'response') return;
     const m = msg as JsonRpcRequest;
-    const meta = isPlainObject(m.params) && isPlainObject(m.params._meta) ? m.params._meta : undefined;
+    const meta =
+      isPlainObject(m.params) && isPlainObject(m.params._meta) ? m.params._meta : undefined;
     const claim = meta?.[PROTOCOL_VERSION_META_KEY];
     if (typeof claim === 'string' && isModernVersion(claim)) {
       handleModern(m, kind === 'request', claim, meta![CLIENT_CAPABILITIES_META_KEY]);
@@ -155,34 +189,63 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
     });
   }
 
-  function handleModern(m: JsonRpcRequest, isRequest: boolean, version: string, caps: unknown): void {
+  function handleModern(
+    m: JsonRpcRequest,
+    isRequest: boolean,
+    version: string,
+    caps: unknown,
+  ): void {
     if (!isRequest) {
       if (m.method === 'notifications/cancelled') cancelListen(m.params?.requestId);
       return;
     }
     if (!MODERN_PROTOCOL_VERSIONS.includes(version)) {
-      write(serializeError(m.id, UNSUPPORTED_PROTOCOL_VERSION, `Unsupported protocol version: ${version}`, {
-        supported: [...MODERN_PROTOCOL_VERSIONS],
-        requested: version,
-      }));
+      write(
+        serializeError(
+          m.id,
+          UNSUPPORTED_PROTOCOL_VERSION,
+          `Unsupported protocol version: ${version}`,
+          {
+            supported: [...MODERN_PROTOCOL_VERSIONS],
+            requested: version,
+          },
+        ),
+      );
       return;
     }
     if (!isPlainObject(caps)) {
-      write(serializeError(m.id, INVALID_PARAMS, `Invalid _meta envelope for protocol revision ${version}: ${CLIENT_CAPABILITIES_META_KEY}: missing`));
+      write(
+        serializeError(
+          m.id,
+          INVALID_PARAMS,
+          `Invalid _meta envelope for protocol revision ${version}: ${CLIENT_CAPABILITIES_META_KEY}: missing`,
+        ),
+      );
       return;
     }
     if (m.method === 'subscriptions/listen') {
       openListen(m);
       return;
     }
-    const scope: RequestScope = { era: 'modern', protocolVersion: version, session: undefined, clientCapabilities: caps };
+    const scope: RequestScope = {
+      era: 'modern',
+      protocolVersion: version,
+      session: undefined,
+      clientCapabilities: caps,
+    };
     void runRequest(m, scope).then(write);
   }
 
   function openListen(m: JsonRpcRequest): void {
     const filter = parseListenFilter(m.params);
     if (filter === undefined) {
-      write(serializeError(m.id, INVALID_PARAMS, "Invalid params: 'notifications' is required and must be a valid SubscriptionFilter"));
+      write(
+        serializeError(
+          m.id,
+          INVALID_PARAMS,
+          "Invalid params: 'notifications' is required and must be a valid SubscriptionFilter",
+        ),
+      );
       return;
     }
     const frames = listenFrames(m.id, filter, dispatcher.serverInfo);

@@ -14,7 +14,10 @@ export interface HubProcess {
   stop: () => Promise<void>;
 }
 
-export async function startHubProcess(args: string[] = [], env: Record<string, string> = {}): Promise<HubProcess> {
+export async function startHubProcess(
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<HubProcess> {
   const child = spawn(process.execPath, [FIXTURE, 'http', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },

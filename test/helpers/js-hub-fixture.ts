@@ -38,7 +38,11 @@ registry.addTool('fixture', {
     content: [
       {
         type: 'text',
-        text: JSON.stringify({ hub_id: ctx.hub_id, session_uuid: ctx.session_uuid ?? null, request_id: ctx.request_id }),
+        text: JSON.stringify({
+          hub_id: ctx.hub_id,
+          session_uuid: ctx.session_uuid ?? null,
+          request_id: ctx.request_id,
+        }),
       },
     ],
   }),
@@ -49,7 +53,10 @@ registry.addTool('fixture', {
   inputSchema: { type: 'object', properties: { ms: { type: 'number' } } },
   handler: (args, ctx) =>
     new Promise((resolve) => {
-      const timer = setTimeout(() => resolve({ content: [{ type: 'text', text: 'done' }] }), Number(args.ms ?? 10_000));
+      const timer = setTimeout(
+        () => resolve({ content: [{ type: 'text', text: 'done' }] }),
+        Number(args.ms ?? 10_000),
+      );
       ctx.signal?.addEventListener('abort', () => {
         clearTimeout(timer);
         process.stderr.write('slow: aborted\n');
@@ -75,7 +82,9 @@ registry.addTool('fixture', {
         name: `dynamic_prompt_${n}`,
         description: 'Added at runtime',
         arguments: [],
-        handler: async () => ({ messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }] }),
+        handler: async () => ({
+          messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }],
+        }),
       });
       registry.addResource('dynamic', {
         uriTemplate: `mem://dynamic/${n}`,
@@ -116,7 +125,9 @@ registry.addResource('fixture', {
   uriTemplate: 'note://{id}',
   name: 'note',
   mimeType: 'text/plain',
-  handler: async (uri, params) => ({ contents: [{ uri, mimeType: 'text/plain', text: `note ${params.id}` }] }),
+  handler: async (uri, params) => ({
+    contents: [{ uri, mimeType: 'text/plain', text: `note ${params.id}` }],
+  }),
 });
 
 if (mode === 'stdio') {

@@ -10,7 +10,10 @@ export interface ClientEvents {
 }
 
 /** A connected client plus counters of the list_changed notifications it received. */
-export async function connectHttpClient(url: string, era: Era): Promise<{
+export async function connectHttpClient(
+  url: string,
+  era: Era,
+): Promise<{
   client: Client;
   transport: StreamableHTTPClientTransport;
   events: ClientEvents;
@@ -35,7 +38,11 @@ export async function connectHttpClient(url: string, era: Era): Promise<{
   return { client, transport, events };
 }
 
-export async function waitFor(cond: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
+export async function waitFor(
+  cond: () => boolean,
+  timeoutMs = 5000,
+  what = 'condition',
+): Promise<void> {
   const start = Date.now();
   while (!cond()) {
     if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);

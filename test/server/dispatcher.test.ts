@@ -6,7 +6,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as sdk from '@modelcontextprotocol/server';
 import { Registry } from '../../src/registry/registry.js';
-import { createMcpDispatcher, newSessionState, type RequestScope } from '../../src/server/dispatcher.js';
+import {
+  createMcpDispatcher,
+  newSessionState,
+  type RequestScope,
+} from '../../src/server/dispatcher.js';
 import { ListChangedFanout } from '../../src/server/list-changed.js';
 import { decodeCursor, encodeCursor, paginate } from '../../src/server/pagination.js';
 import * as protocol from '../../src/server/protocol.js';
@@ -25,8 +29,17 @@ function registryWith(n: number): Registry {
   return r;
 }
 
-const legacy = (): RequestScope => ({ era: 'legacy', protocolVersion: '2025-11-25', session: newSessionState('s1') });
-const modern: RequestScope = { era: 'modern', protocolVersion: '2026-07-28', session: undefined, clientCapabilities: {} };
+const legacy = (): RequestScope => ({
+  era: 'legacy',
+  protocolVersion: '2025-11-25',
+  session: newSessionState('s1'),
+});
+const modern: RequestScope = {
+  era: 'modern',
+  protocolVersion: '2026-07-28',
+  session: undefined,
+  clientCapabilities: {},
+};
 
 describe('protocol constants', () => {
   it('match the SDK v2 exports', () => {
@@ -36,7 +49,8 @@ describe('protocol constants', () => {
     assert.equal(protocol.SERVER_INFO_META_KEY, sdk.SERVER_INFO_META_KEY);
     assert.equal(protocol.SUBSCRIPTION_ID_META_KEY, sdk.SUBSCRIPTION_ID_META_KEY);
     assert.equal(protocol.LATEST_LEGACY_VERSION, sdk.LATEST_PROTOCOL_VERSION);
-    for (const v of protocol.LEGACY_PROTOCOL_VERSIONS) assert.ok(sdk.SUPPORTED_PROTOCOL_VERSIONS.includes(v), v);
+    for (const v of protocol.LEGACY_PROTOCOL_VERSIONS)
+      assert.ok(sdk.SUPPORTED_PROTOCOL_VERSIONS.includes(v), v);
   });
 });
 
@@ -50,10 +64,22 @@ describe('pagination', () => {
       seen.push(...page.items.map((x) => x.name));
       cursor = page.nextCursor;
     } while (cursor);
-    assert.deepEqual(seen, list.map((x) => x.name));
+    assert.deepEqual(
+      seen,
+      list.map((x) => x.name),
+    );
     assert.equal(decodeCursor(encodeCursor('n09')), 'n09');
-    for (const bad of ['', 'abc', 42, Buffer.from('k2:x').toString('base64url'), encodeCursor('x') + '=']) {
-      assert.throws(() => paginate(list, (x) => x.name, bad, 10), (e: { code?: number }) => e.code === -32602);
+    for (const bad of [
+      '',
+      'abc',
+      42,
+      Buffer.from('k2:x').toString('base64url'),
+      encodeCursor('x') + '=',
+    ]) {
+      assert.throws(
+        () => paginate(list, (x) => x.name, bad, 10),
+        (e: { code?: number }) => e.code === -32602,
+      );
     }
   });
 });
@@ -61,14 +87,24 @@ describe('pagination', () => {
 describe('dispatcher', () => {
   it('pages tools/list and stamps 2026 results', async () => {
     const d = createMcpDispatcher(registryWith(12), { pageSize: 5 });
-    const first = JSON.parse(await d.handleRequest({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, modern)) as {
+    const first = JSON.parse(
+      await d.handleRequest({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, modern),
+    ) as {
       result: { tools: unknown[]; nextCursor: string; resultType: string; ttlMs: number };
     };
     assert.equal(first.result.tools.length, 5);
     assert.equal(first.result.resultType, 'complete');
     assert.equal(first.result.ttlMs, 0);
     const second = JSON.parse(
-      await d.handleRequest({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: { cursor: first.result.nextCursor } }, legacy()),
+      await d.handleRequest(
+        {
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'tools/list',
+          params: { cursor: first.result.nextCursor },
+        },
+        legacy(),
+      ),
     ) as { result: { tools: { name: string }[]; resultType?: string } };
     assert.equal(second.result.tools[0]!.name, 't005');
     assert.equal(second.result.resultType, undefined, 'no resultType on 2025 results');
@@ -79,12 +115,20 @@ describe('dispatcher', () => {
       filterFor: (scope) => (scope.principal === 'evens' ? (owner) => owner === 'even' : undefined),
     });
     const scope: RequestScope = { ...legacy(), principal: 'evens' };
-    const list = JSON.parse(await d.handleRequest({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, scope)) as {
+    const list = JSON.parse(
+      await d.handleRequest({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, scope),
+    ) as {
       result: { tools: { name: string }[] };
     };
-    assert.deepEqual(list.result.tools.map((t) => t.name), ['t000', 't002', 't004']);
+    assert.deepEqual(
+      list.result.tools.map((t) => t.name),
+      ['t000', 't002', 't004'],
+    );
     const hidden = JSON.parse(
-      await d.handleRequest({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 't001' } }, scope),
+      await d.handleRequest(
+        { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 't001' } },
+        scope,
+      ),
     ) as { error: { code: number; message: string } };
     assert.equal(hidden.error.code, -32602);
     assert.equal(hidden.error.message, 'Unknown tool: t001');
@@ -100,15 +144,24 @@ describe('dispatcher', () => {
       handler: (_a, ctx) =>
         new Promise((resolve) => {
           seen = ctx.signal;
-          ctx.signal!.addEventListener('abort', () => resolve({ content: [{ type: 'text', text: 'stopped' }] }));
+          ctx.signal!.addEventListener('abort', () =>
+            resolve({ content: [{ type: 'text', text: 'stopped' }] }),
+          );
         }),
     });
     const d = createMcpDispatcher(r);
     const scope = legacy();
-    const pending = d.handleRequest({ jsonrpc: '2.0', id: 'w', method: 'tools/call', params: { name: 'wait' } }, scope, new AbortController());
+    const pending = d.handleRequest(
+      { jsonrpc: '2.0', id: 'w', method: 'tools/call', params: { name: 'wait' } },
+      scope,
+      new AbortController(),
+    );
     await new Promise((res) => setImmediate(res));
     assert.equal(scope.session!.inflight.size, 1);
-    d.handleNotification({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'w' } }, scope);
+    d.handleNotification(
+      { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'w' } },
+      scope,
+    );
     assert.match(await pending, /stopped/);
     assert.equal(seen?.aborted, true);
     assert.equal(scope.session!.inflight.size, 0);
@@ -116,10 +169,22 @@ describe('dispatcher', () => {
 
   it('maps thrown handler errors to -32603 without leaking them', async () => {
     const r = new Registry();
-    r.addPrompt('o', { name: 'boom', description: '', arguments: [], handler: async () => { throw new Error('secret'); } });
+    r.addPrompt('o', {
+      name: 'boom',
+      description: '',
+      arguments: [],
+      handler: async () => {
+        throw new Error('secret');
+      },
+    });
     const errors: unknown[] = [];
     const d = createMcpDispatcher(r, { onError: (e) => errors.push(e) });
-    const out = JSON.parse(await d.handleRequest({ jsonrpc: '2.0', id: 1, method: 'prompts/get', params: { name: 'boom' } }, legacy())) as {
+    const out = JSON.parse(
+      await d.handleRequest(
+        { jsonrpc: '2.0', id: 1, method: 'prompts/get', params: { name: 'boom' } },
+        legacy(),
+      ),
+    ) as {
       error: { code: number; message: string };
     };
     assert.equal(out.error.code, -32603);
@@ -132,11 +197,31 @@ describe('fan-out hook', () => {
   it('asks viewChanged per sink and kind', () => {
     const r = registryWith(1);
     const got: string[] = [];
-    const fanout = new ListChangedFanout(r, { viewChanged: (sink, kind) => sink.principal !== 'blind' || kind !== 'tools' });
-    fanout.add({ kinds: new Set(['tools', 'prompts']), principal: 'blind', deliver: (k) => got.push(`blind:${k}`) });
-    fanout.add({ kinds: new Set(['tools']), principal: 'all', deliver: (k) => got.push(`all:${k}`) });
-    r.addTool('x', { name: 'new', description: '', inputSchema: { type: 'object' }, handler: async () => ({ content: [] }) });
-    r.addPrompt('x', { name: 'p', description: '', arguments: [], handler: async () => ({ messages: [] }) });
+    const fanout = new ListChangedFanout(r, {
+      viewChanged: (sink, kind) => sink.principal !== 'blind' || kind !== 'tools',
+    });
+    fanout.add({
+      kinds: new Set(['tools', 'prompts']),
+      principal: 'blind',
+      deliver: (k) => got.push(`blind:${k}`),
+    });
+    fanout.add({
+      kinds: new Set(['tools']),
+      principal: 'all',
+      deliver: (k) => got.push(`all:${k}`),
+    });
+    r.addTool('x', {
+      name: 'new',
+      description: '',
+      inputSchema: { type: 'object' },
+      handler: async () => ({ content: [] }),
+    });
+    r.addPrompt('x', {
+      name: 'p',
+      description: '',
+      arguments: [],
+      handler: async () => ({ messages: [] }),
+    });
     assert.deepEqual(got, ['all:tools', 'blind:prompts']);
     fanout.close();
   });
@@ -144,7 +229,10 @@ describe('fan-out hook', () => {
 
 describe('request guard', () => {
   it('checks Host and Origin', () => {
-    const guard = createRequestGuard({ allowedHosts: ['hub.internal'], allowedOrigins: ['https://app.example.com'] });
+    const guard = createRequestGuard({
+      allowedHosts: ['hub.internal'],
+      allowedOrigins: ['https://app.example.com'],
+    });
     assert.equal(guard({ host: 'localhost:3000' }), undefined);
     assert.equal(guard({ host: '[::1]:3000' }), undefined);
     assert.equal(guard({ host: 'hub.internal:80', origin: 'https://app.example.com' }), undefined);

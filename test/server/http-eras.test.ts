@@ -26,7 +26,8 @@ for (const era of ['legacy', 'modern'] as Era[]) {
       const { client } = await connectHttpClient(hub.url, era);
       try {
         const version = client.getNegotiatedProtocolVersion?.() ?? undefined;
-        if (version !== undefined) assert.equal(version, era === 'modern' ? '2026-07-28' : '2025-11-25');
+        if (version !== undefined)
+          assert.equal(version, era === 'modern' ? '2026-07-28' : '2025-11-25');
         assert.equal(client.getServerVersion()?.name, 'moonhub');
         const caps = client.getServerCapabilities();
         assert.equal(caps?.tools?.listChanged, true);
@@ -56,12 +57,20 @@ for (const era of ['legacy', 'modern'] as Era[]) {
           pages++;
         } while (cursor !== undefined && pages < 20);
         assert.ok(pages >= 3, `expected several pages, got ${pages}`);
-        for (const n of ['add', 'add_tool', 'bulk_00', 'bulk_06', 'echo', 'slow', 'whoami']) assert.ok(names.includes(n), n);
+        for (const n of ['add', 'add_tool', 'bulk_00', 'bulk_06', 'echo', 'slow', 'whoami'])
+          assert.ok(names.includes(n), n);
         assert.deepEqual([...names].sort(), names, 'sorted by name');
         assert.equal(new Set(names).size, names.length, 'no duplicates across pages');
         const aggregated = await client.listTools();
-        assert.deepEqual(aggregated.tools.map((t) => t.name), names, 'the SDK aggregates the same pages');
-        await assert.rejects(client.listTools({ cursor: 'not-a-cursor' }), (e) => errorCode(e) === -32602);
+        assert.deepEqual(
+          aggregated.tools.map((t) => t.name),
+          names,
+          'the SDK aggregates the same pages',
+        );
+        await assert.rejects(
+          client.listTools({ cursor: 'not-a-cursor' }),
+          (e) => errorCode(e) === -32602,
+        );
       } finally {
         await client.close();
       }
@@ -74,7 +83,10 @@ for (const era of ['legacy', 'modern'] as Era[]) {
         assert.deepEqual(r.content, [{ type: 'text', text: '42' }]);
         assert.deepEqual(r.structuredContent, { sum: 42 });
         const who = await client.callTool({ name: 'whoami', arguments: {} });
-        const ctx = JSON.parse((who.content as { text: string }[])[0]!.text) as Record<string, unknown>;
+        const ctx = JSON.parse((who.content as { text: string }[])[0]!.text) as Record<
+          string,
+          unknown
+        >;
         assert.equal(ctx.hub_id, 'fixture-hub');
         if (era === 'legacy') assert.match(String(ctx.session_uuid), /^[0-9a-f]{32}$/);
         else assert.equal(ctx.session_uuid, null);
@@ -97,13 +109,22 @@ for (const era of ['legacy', 'modern'] as Era[]) {
         assert.ok(prompts.prompts.some((p) => p.name === 'greet'));
         const p = await client.getPrompt({ name: 'greet', arguments: { name: 'Ada' } });
         assert.deepEqual(p.messages[0]!.content, { type: 'text', text: 'Hello, Ada!' });
-        await assert.rejects(client.getPrompt({ name: 'missing', arguments: {} }), (e) => errorCode(e) === -32602);
-        await assert.rejects(client.getPrompt({ name: 'greet', arguments: {} }), (e) => errorCode(e) === -32602);
+        await assert.rejects(
+          client.getPrompt({ name: 'missing', arguments: {} }),
+          (e) => errorCode(e) === -32602,
+        );
+        await assert.rejects(
+          client.getPrompt({ name: 'greet', arguments: {} }),
+          (e) => errorCode(e) === -32602,
+        );
 
         const resources = await client.listResources();
         assert.ok(resources.resources.some((r) => r.uri === 'mem://readme'));
         const templates = await client.listResourceTemplates();
-        assert.deepEqual(templates.resourceTemplates.map((t) => t.uriTemplate), ['note://{id}']);
+        assert.deepEqual(
+          templates.resourceTemplates.map((t) => t.uriTemplate),
+          ['note://{id}'],
+        );
         const fixed = await client.readResource({ uri: 'mem://readme' });
         assert.equal((fixed.contents[0] as { text: string }).text, 'read me');
         const note = await client.readResource({ uri: 'note://42' });
@@ -112,7 +133,8 @@ for (const era of ['legacy', 'modern'] as Era[]) {
           client.readResource({ uri: 'mem://nothing' }),
           // The SDK folds the wire's -32002 (2025) into ResourceNotFoundError (-32602); the raw
           // codes are checked in http-raw.test.
-          (e: Error) => errorCode(e) === -32602 && /Resource not found: mem:\/\/nothing/.test(e.message),
+          (e: Error) =>
+            errorCode(e) === -32602 && /Resource not found: mem:\/\/nothing/.test(e.message),
         );
       } finally {
         await client.close();
@@ -128,7 +150,10 @@ for (const era of ['legacy', 'modern'] as Era[]) {
         const r = await client.callTool({ name: 'add_tool', arguments: {} });
         const added = (r.content as { text: string }[])[0]!.text.replace('added ', '');
         await waitFor(
-          () => events.tools > before.tools && events.prompts > before.prompts && events.resources > before.resources,
+          () =>
+            events.tools > before.tools &&
+            events.prompts > before.prompts &&
+            events.resources > before.resources,
           5000,
           'list_changed notifications',
         );
@@ -157,7 +182,11 @@ describe('HTTP sessions (2025 era)', () => {
     await client.close();
     const res = await fetch(hub.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sid },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': sid,
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     assert.equal(res.status, 404);
@@ -193,7 +222,10 @@ describe('HTTP sessions (2025 era)', () => {
     const init = async (protocolVersion: string) => {
       const res = await fetch(hub.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
         body: JSON.stringify({
           jsonrpc: '2.0',
           id: 1,
@@ -213,7 +245,9 @@ describe('HTTP sessions (2025 era)', () => {
   it('opens one GET stream per session; GET without a session is 405', async () => {
     const noSession = await fetch(hub.url, { headers: { accept: 'text/event-stream' } });
     assert.equal(noSession.status, 405);
-    const unknown = await fetch(hub.url, { headers: { accept: 'text/event-stream', 'mcp-session-id': 'f'.repeat(32) } });
+    const unknown = await fetch(hub.url, {
+      headers: { accept: 'text/event-stream', 'mcp-session-id': 'f'.repeat(32) },
+    });
     assert.equal(unknown.status, 404);
   });
 });

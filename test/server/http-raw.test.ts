@@ -27,19 +27,41 @@ interface RpcBody {
   error?: { code: number; message: string; data?: unknown };
 }
 
-async function post(body: string | object, headers: Record<string, string> = {}): Promise<{ status: number; json: RpcBody | RpcBody[] | undefined; headers: Headers }> {
+async function post(
+  body: string | object,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; json: RpcBody | RpcBody[] | undefined; headers: Headers }> {
   const res = await fetch(hub.url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...headers,
+    },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, json: text ? (JSON.parse(text) as RpcBody) : undefined, headers: res.headers };
+  return {
+    status: res.status,
+    json: text ? (JSON.parse(text) as RpcBody) : undefined,
+    headers: res.headers,
+  };
 }
 
-async function modern(method: string, params: Record<string, unknown> = {}, extra: Record<string, string> = {}) {
-  const headers: Record<string, string> = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, ...extra };
-  return post({ jsonrpc: '2.0', id: 7, method, params: { ...params, _meta: MODERN_META } }, headers);
+async function modern(
+  method: string,
+  params: Record<string, unknown> = {},
+  extra: Record<string, string> = {},
+) {
+  const headers: Record<string, string> = {
+    'mcp-protocol-version': '2026-07-28',
+    'mcp-method': method,
+    ...extra,
+  };
+  return post(
+    { jsonrpc: '2.0', id: 7, method, params: { ...params, _meta: MODERN_META } },
+    headers,
+  );
 }
 
 async function newSession(protocolVersion = '2025-11-25'): Promise<string> {
@@ -56,11 +78,20 @@ async function newSession(protocolVersion = '2025-11-25'): Promise<string> {
   return sid;
 }
 
-function rawHttp(headers: Record<string, string>, body: string): Promise<{ status: number; body: string }> {
+function rawHttp(
+  headers: Record<string, string>,
+  body: string,
+): Promise<{ status: number; body: string }> {
   const url = new URL(hub.url);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { 'content-type': 'application/json', ...headers } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+      },
       (res) => {
         let data = '';
         res.on('data', (d: Buffer) => (data += d.toString()));
@@ -72,7 +103,12 @@ function rawHttp(headers: Record<string, string>, body: string): Promise<{ statu
   });
 }
 
-const discover = { jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: MODERN_META } };
+const discover = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'server/discover',
+  params: { _meta: MODERN_META },
+};
 const discoverHeaders = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'server/discover' };
 
 describe('DNS-rebinding protection', () => {
@@ -91,9 +127,15 @@ describe('DNS-rebinding protection', () => {
     const body = JSON.stringify(discover);
     const bad = await rawHttp({ host: 'evil.example:80', ...discoverHeaders }, body);
     assert.equal(bad.status, 403);
-    const rebinding = await rawHttp({ host: 'attacker.localhost.evil:1234', ...discoverHeaders }, body);
+    const rebinding = await rawHttp(
+      { host: 'attacker.localhost.evil:1234', ...discoverHeaders },
+      body,
+    );
     assert.equal(rebinding.status, 403);
-    const ok = await rawHttp({ host: `localhost:${new URL(hub.url).port}`, ...discoverHeaders }, body);
+    const ok = await rawHttp(
+      { host: `localhost:${new URL(hub.url).port}`, ...discoverHeaders },
+      body,
+    );
     assert.equal(ok.status, 200);
   });
 });
@@ -124,7 +166,10 @@ describe('bad input', () => {
 
   it('answers an unknown method with -32601 in both eras', async () => {
     const sid = await newSession();
-    const legacy = await post({ jsonrpc: '2.0', id: 3, method: 'tools/frobnicate' }, { 'mcp-session-id': sid });
+    const legacy = await post(
+      { jsonrpc: '2.0', id: 3, method: 'tools/frobnicate' },
+      { 'mcp-session-id': sid },
+    );
     assert.equal(legacy.status, 200);
     assert.deepEqual((legacy.json as RpcBody).error?.code, -32601);
     assert.equal((legacy.json as RpcBody).id, 3);
@@ -136,7 +181,12 @@ describe('bad input', () => {
   });
 
   it('refuses a 10 MiB body with 413 and keeps serving', async () => {
-    const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x'.repeat(10 * 1024 * 1024) } } });
+    const big = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'echo', arguments: { text: 'x'.repeat(10 * 1024 * 1024) } },
+    });
     const r = await post(big);
     assert.equal(r.status, 413);
     assert.equal((r.json as RpcBody).error?.code, -32000);
@@ -146,7 +196,11 @@ describe('bad input', () => {
   });
 
   it('refuses non-JSON content types (415) and other HTTP methods (405)', async () => {
-    const r = await fetch(hub.url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{}' });
+    const r = await fetch(hub.url, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: '{}',
+    });
     assert.equal(r.status, 415);
     const put = await fetch(hub.url, { method: 'PUT', body: '{}' });
     assert.equal(put.status, 405);
@@ -171,14 +225,24 @@ describe('bad input', () => {
       '['.repeat(5000) + ']'.repeat(5000),
     ];
     for (const body of junk) {
-      const r = await fetch(hub.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body });
+      const r = await fetch(hub.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body,
+      });
       assert.ok(r.status >= 200 && r.status < 500, `${body.slice(0, 40)} -> ${r.status}`);
       await r.text();
     }
     const sid = await newSession();
-    const proto = await post({ jsonrpc: '2.0', id: 1, method: 'constructor' }, { 'mcp-session-id': sid });
+    const proto = await post(
+      { jsonrpc: '2.0', id: 1, method: 'constructor' },
+      { 'mcp-session-id': sid },
+    );
     assert.equal((proto.json as RpcBody).error?.code, -32601);
-    const badParams = await post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: { x: 1 } } }, { 'mcp-session-id': sid });
+    const badParams = await post(
+      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: { x: 1 } } },
+      { 'mcp-session-id': sid },
+    );
     assert.equal((badParams.json as RpcBody).error?.code, -32602);
     assert.equal(({} as Record<string, unknown>).polluted, undefined);
     const ok = await post(discover, discoverHeaders);
@@ -193,7 +257,11 @@ describe('2026-07-28 stateless rules', () => {
     const result = (r.json as RpcBody).result!;
     assert.equal(result.resultType, 'complete');
     assert.deepEqual(result.supportedVersions, ['2026-07-28']);
-    assert.deepEqual((result._meta as Record<string, { name: string }>)['io.modelcontextprotocol/serverInfo']!.name, 'moonhub');
+    assert.deepEqual(
+      (result._meta as Record<string, { name: string }>)['io.modelcontextprotocol/serverInfo']!
+        .name,
+      'moonhub',
+    );
     assert.equal(result.ttlMs, 0);
     assert.equal(r.headers.get('mcp-session-id'), null, 'no session in the stateless era');
   });
@@ -202,45 +270,84 @@ describe('2026-07-28 stateless rules', () => {
     const missingName = await modern('tools/call', { name: 'echo', arguments: { text: 'a' } });
     assert.equal(missingName.status, 400);
     assert.equal((missingName.json as RpcBody).error?.code, -32020);
-    const wrongName = await modern('tools/call', { name: 'echo', arguments: { text: 'a' } }, { 'mcp-name': 'add' });
+    const wrongName = await modern(
+      'tools/call',
+      { name: 'echo', arguments: { text: 'a' } },
+      { 'mcp-name': 'add' },
+    );
     assert.equal((wrongName.json as RpcBody).error?.code, -32020);
     const wrongMethod = await post(
       { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: MODERN_META } },
       { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'prompts/list' },
     );
     assert.equal((wrongMethod.json as RpcBody).error?.code, -32020);
-    const noMethodHeader = await post({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: MODERN_META } }, { 'mcp-protocol-version': '2026-07-28' });
+    const noMethodHeader = await post(
+      { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: MODERN_META } },
+      { 'mcp-protocol-version': '2026-07-28' },
+    );
     assert.equal((noMethodHeader.json as RpcBody).error?.code, -32020);
     const versionMismatch = await post(
       { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: MODERN_META } },
       { 'mcp-protocol-version': '2025-11-25', 'mcp-method': 'tools/list' },
     );
     assert.equal((versionMismatch.json as RpcBody).error?.code, -32020);
-    const good = await modern('tools/call', { name: 'echo', arguments: { text: 'a' } }, { 'mcp-name': 'echo' });
+    const good = await modern(
+      'tools/call',
+      { name: 'echo', arguments: { text: 'a' } },
+      { 'mcp-name': 'echo' },
+    );
     assert.equal(good.status, 200);
     assert.deepEqual((good.json as RpcBody).result?.content, [{ type: 'text', text: 'a' }]);
     // Base64 sentinel form of Mcp-Name.
-    const b64 = await modern('tools/call', { name: 'echo', arguments: { text: 'b' } }, { 'mcp-name': `=?base64?${Buffer.from('echo').toString('base64')}?=` });
+    const b64 = await modern(
+      'tools/call',
+      { name: 'echo', arguments: { text: 'b' } },
+      { 'mcp-name': `=?base64?${Buffer.from('echo').toString('base64')}?=` },
+    );
     assert.equal(b64.status, 200);
   });
 
   it('needs the envelope when the header names 2026-07-28, and a known revision', async () => {
-    const noEnvelope = await post({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' });
+    const noEnvelope = await post(
+      { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' },
+    );
     assert.equal(noEnvelope.status, 400);
     assert.equal((noEnvelope.json as RpcBody).error?.code, -32602);
     const noCaps = await post(
-      { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } },
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/list',
+        params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } },
+      },
       { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' },
     );
     assert.equal((noCaps.json as RpcBody).error?.code, -32602);
     const future = await post(
-      { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { ...MODERN_META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } } },
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/list',
+        params: {
+          _meta: { ...MODERN_META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' },
+        },
+      },
       { 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' },
     );
     assert.equal(future.status, 400);
     assert.equal((future.json as RpcBody).error?.code, -32022);
     const initModern = await post(
-      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } },
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-11-25',
+          capabilities: {},
+          clientInfo: { name: 'x', version: '1' },
+        },
+      },
       { 'mcp-protocol-version': '2026-07-28' },
     );
     assert.equal((initModern.json as RpcBody).error?.code, -32020);
@@ -254,8 +361,18 @@ describe('2026-07-28 stateless rules', () => {
     assert.equal(typeof result.nextCursor, 'string');
     const res = await fetch(hub.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list', params: { _meta: MODERN_META } }),
+      headers: {
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'tools/list',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'tools/list',
+        params: { _meta: MODERN_META },
+      }),
     });
     assert.equal(res.headers.get('content-type'), 'text/event-stream');
     const text = await res.text();
@@ -267,8 +384,18 @@ describe('2026-07-28 stateless rules', () => {
     const res = await fetch(hub.url, {
       method: 'POST',
       signal: ctl.signal,
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'subscriptions/listen' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 'sub-1', method: 'subscriptions/listen', params: { _meta: MODERN_META, notifications: { promptsListChanged: true } } }),
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'subscriptions/listen',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'sub-1',
+        method: 'subscriptions/listen',
+        params: { _meta: MODERN_META, notifications: { promptsListChanged: true } },
+      }),
     });
     assert.equal(res.headers.get('content-type'), 'text/event-stream');
     const reader = res.body!.getReader();
@@ -283,7 +410,11 @@ describe('2026-07-28 stateless rules', () => {
     await readUntil(/notifications\/subscriptions\/acknowledged/);
     assert.match(text, /"notifications":\{"promptsListChanged":true\}/);
     assert.match(text, /"io.modelcontextprotocol\/subscriptionId":"sub-1"/);
-    const call = await modern('tools/call', { name: 'add_tool', arguments: {} }, { 'mcp-name': 'add_tool' });
+    const call = await modern(
+      'tools/call',
+      { name: 'add_tool', arguments: {} },
+      { 'mcp-name': 'add_tool' },
+    );
     assert.equal(call.status, 200);
     await readUntil(/notifications\/prompts\/list_changed/);
     assert.doesNotMatch(text, /tools\/list_changed/, 'tools were not asked for');
@@ -295,7 +426,10 @@ describe('2026-07-28 stateless rules', () => {
 describe('2025 sessions: wire details', () => {
   it('uses -32002 for an unknown resource on the wire', async () => {
     const sid = await newSession();
-    const r = await post({ jsonrpc: '2.0', id: 4, method: 'resources/read', params: { uri: 'mem://none' } }, { 'mcp-session-id': sid });
+    const r = await post(
+      { jsonrpc: '2.0', id: 4, method: 'resources/read', params: { uri: 'mem://none' } },
+      { 'mcp-session-id': sid },
+    );
     assert.equal((r.json as RpcBody).error?.code, -32002);
     assert.deepEqual((r.json as RpcBody).error?.data, { uri: 'mem://none' });
     assert.equal((r.json as RpcBody).result, undefined);
@@ -304,7 +438,12 @@ describe('2025 sessions: wire details', () => {
   it('accepts batches on 2025-03-26 only', async () => {
     const batch = [
       { jsonrpc: '2.0', id: 1, method: 'ping' },
-      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'b' } } },
+      {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'echo', arguments: { text: 'b' } },
+      },
       { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 99 } },
     ];
     const old = await newSession('2025-03-26');
@@ -312,7 +451,10 @@ describe('2025 sessions: wire details', () => {
     assert.equal(ok.status, 200);
     const replies = ok.json as RpcBody[];
     assert.equal(replies.length, 2);
-    assert.deepEqual(replies.map((r) => r.id), [1, 2]);
+    assert.deepEqual(
+      replies.map((r) => r.id),
+      [1, 2],
+    );
     const current = await newSession('2025-11-25');
     const refused = await post(batch, { 'mcp-session-id': current });
     assert.equal(refused.status, 400);
@@ -329,22 +471,53 @@ describe('2025 sessions: wire details', () => {
       body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/whatever' }),
     });
     assert.equal(n.status, 202);
-    const lvl = await post({ jsonrpc: '2.0', id: 5, method: 'logging/setLevel', params: { level: 'debug' } }, { 'mcp-session-id': sid });
-    assert.deepEqual((lvl.json as RpcBody).result, {});
-    const bad = await post({ jsonrpc: '2.0', id: 6, method: 'logging/setLevel', params: { level: 'loud' } }, { 'mcp-session-id': sid });
-    assert.equal((bad.json as RpcBody).error?.code, -32602);
-    const comp = await post(
-      { jsonrpc: '2.0', id: 7, method: 'completion/complete', params: { ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'name', value: 'A' } } },
+    const lvl = await post(
+      { jsonrpc: '2.0', id: 5, method: 'logging/setLevel', params: { level: 'debug' } },
       { 'mcp-session-id': sid },
     );
-    assert.deepEqual((comp.json as RpcBody).result, { completion: { values: [], total: 0, hasMore: false } });
+    assert.deepEqual((lvl.json as RpcBody).result, {});
+    const bad = await post(
+      { jsonrpc: '2.0', id: 6, method: 'logging/setLevel', params: { level: 'loud' } },
+      { 'mcp-session-id': sid },
+    );
+    assert.equal((bad.json as RpcBody).error?.code, -32602);
+    const comp = await post(
+      {
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'completion/complete',
+        params: {
+          ref: { type: 'ref/prompt', name: 'greet' },
+          argument: { name: 'name', value: 'A' },
+        },
+      },
+      { 'mcp-session-id': sid },
+    );
+    assert.deepEqual((comp.json as RpcBody).result, {
+      completion: { values: [], total: 0, hasMore: false },
+    });
   });
 
   it('aborts a running call on notifications/cancelled', async () => {
     const sid = await newSession();
-    const pending = post({ jsonrpc: '2.0', id: 'slow-1', method: 'tools/call', params: { name: 'slow', arguments: { ms: 10000 } } }, { 'mcp-session-id': sid });
+    const pending = post(
+      {
+        jsonrpc: '2.0',
+        id: 'slow-1',
+        method: 'tools/call',
+        params: { name: 'slow', arguments: { ms: 10000 } },
+      },
+      { 'mcp-session-id': sid },
+    );
     await new Promise((r) => setTimeout(r, 100));
-    const c = await post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'slow-1', reason: 'test' } }, { 'mcp-session-id': sid });
+    const c = await post(
+      {
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: 'slow-1', reason: 'test' },
+      },
+      { 'mcp-session-id': sid },
+    );
     assert.equal(c.status, 202);
     const r = await pending;
     assert.deepEqual((r.json as RpcBody).result?.content, [{ type: 'text', text: 'aborted' }]);
@@ -356,8 +529,19 @@ describe('2025 sessions: wire details', () => {
     const p = fetch(hub.url, {
       method: 'POST',
       signal: ctl.signal,
-      headers: { 'content-type': 'application/json', accept: 'application/json', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'slow' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'slow', arguments: { ms: 10000 }, _meta: MODERN_META } }),
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'tools/call',
+        'mcp-name': 'slow',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'slow', arguments: { ms: 10000 }, _meta: MODERN_META },
+      }),
     }).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 100));
     ctl.abort();

@@ -15,7 +15,16 @@ async function init(): Promise<string> {
   const res = await fetch(hub.url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: {},
+        clientInfo: { name: 'x', version: '1' },
+      },
+    }),
   });
   await res.text();
   return res.headers.get('mcp-session-id')!;
@@ -24,7 +33,11 @@ async function init(): Promise<string> {
 const ping = (sid: string) =>
   fetch(hub.url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json', 'mcp-session-id': sid },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json',
+      'mcp-session-id': sid,
+    },
     body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }),
   });
 
@@ -33,9 +46,14 @@ it('expires an idle session (404) but keeps one with an open GET stream', async 
   const streaming = await init();
   assert.equal((await ping(idle)).status, 200);
   const ctl = new AbortController();
-  const stream = await fetch(hub.url, { signal: ctl.signal, headers: { accept: 'text/event-stream', 'mcp-session-id': streaming } });
+  const stream = await fetch(hub.url, {
+    signal: ctl.signal,
+    headers: { accept: 'text/event-stream', 'mcp-session-id': streaming },
+  });
   assert.equal(stream.status, 200);
-  const second = await fetch(hub.url, { headers: { accept: 'text/event-stream', 'mcp-session-id': streaming } });
+  const second = await fetch(hub.url, {
+    headers: { accept: 'text/event-stream', 'mcp-session-id': streaming },
+  });
   assert.equal(second.status, 409, 'one GET stream per session');
   await new Promise((r) => setTimeout(r, 900));
   assert.equal((await ping(idle)).status, 404);

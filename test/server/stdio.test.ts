@@ -24,7 +24,10 @@ async function connect(mode: 'legacy' | 'modern') {
       },
     },
   );
-  const transport = new StdioClientTransport({ command: process.execPath, args: [FIXTURE, 'stdio', '5'] });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [FIXTURE, 'stdio', '5'],
+  });
   await client.connect(transport);
   return { client, events };
 }
@@ -43,9 +46,16 @@ for (const mode of ['legacy', 'modern'] as const) {
         assert.equal((note.contents[0] as { text: string }).text, 'note 7');
         const p = await client.getPrompt({ name: 'greet', arguments: { name: 'Bo' } });
         assert.deepEqual(p.messages[0]!.content, { type: 'text', text: 'Hello, Bo!' });
-        await assert.rejects(client.callTool({ name: 'nope', arguments: {} }), (e) => (e as { code?: number }).code === -32602);
+        await assert.rejects(
+          client.callTool({ name: 'nope', arguments: {} }),
+          (e) => (e as { code?: number }).code === -32602,
+        );
         await client.callTool({ name: 'add_tool', arguments: {} });
-        await waitFor(() => events.tools > 0 && events.prompts > 0 && events.resources > 0, 5000, 'list_changed over stdio');
+        await waitFor(
+          () => events.tools > 0 && events.prompts > 0 && events.resources > 0,
+          5000,
+          'list_changed over stdio',
+        );
         const after = await client.listTools();
         assert.ok(after.tools.some((t) => t.name === 'dynamic_1'));
       } finally {
@@ -75,13 +85,22 @@ describe('stdio, raw lines', () => {
     child.stdin.write(lines.join('\n').slice(30) + '\n');
     try {
       await waitFor(() => out.split('\n').filter(Boolean).length >= 6, 5000, 'six replies');
-      const replies = out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: unknown; error?: { code: number }; result?: unknown });
+      const replies = out
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { id: unknown; error?: { code: number }; result?: unknown });
       const byId = new Map(replies.map((r) => [JSON.stringify(r.id), r]));
       assert.ok(replies.some((r) => r.id === null && r.error?.code === -32700));
       assert.equal(byId.get('1')?.error?.code, -32601);
       assert.equal(byId.get('2')?.error?.code, -32600);
-      assert.ok(replies.some((r) => r.id === null && r.error?.code === -32600), 'batch refused before a 2025-03-26 session');
-      assert.equal((byId.get('4')?.result as { protocolVersion: string }).protocolVersion, '2025-06-18');
+      assert.ok(
+        replies.some((r) => r.id === null && r.error?.code === -32600),
+        'batch refused before a 2025-03-26 session',
+      );
+      assert.equal(
+        (byId.get('4')?.result as { protocolVersion: string }).protocolVersion,
+        '2025-06-18',
+      );
       assert.deepEqual(byId.get('5')?.result, {});
     } finally {
       child.kill();
