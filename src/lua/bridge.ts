@@ -90,7 +90,9 @@ export class Bridge {
       const n = value.length;
       mod._lua_createtable(L, n, 0);
       for (let i = 0; i < n; i++) {
-        this.push(L, value[i] === null ? undefined : value[i], depth + 1);
+        // Fix (test/lua): null stays json.null inside arrays too, as docs/lua-api.md promises
+        // (`decode('[1, null]')[2] == json.null`); pushing nil lost trailing nulls on a round trip.
+        this.push(L, value[i], depth + 1);
         mod._lua_rawseti(L, -2, BigInt(i + 1));
       }
       this.pushArrayMetatable(L);

@@ -79,7 +79,11 @@ require = function(name)
   local m = loaded[name]
   if m ~= nil then return m end
   if loading[name] then error("loop or previous error loading module '" .. name .. "'", 2) end
-  local fn, where = host.find_module(name)
+  -- Fix (test/lua): called directly, a refusal was positioned at this prelude line
+  -- ("[moonhub prelude]:72: module 'x' not found"); through pcall it has no position, and
+  -- error(_, 2) puts the caller's.
+  local found, fn, where = pcall(host.find_module, name)
+  if not found then error(fn, 2) end
   loading[name] = true
   local ok, res = pcall(fn, name, where)
   loading[name] = nil

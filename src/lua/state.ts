@@ -153,8 +153,15 @@ export class LuaState {
           return undefined;
         },
       },
-      json_encode: { fn: (args, call) => this.jsonEncode(args, call) },
-      json_decode: { fn: (args) => this.jsonDecode(args[0]) },
+      // Fix (test/lua): raw, so the argument is read once, by jsonEncode itself. As an `fn` the
+      // wrapper read it first and a cycle or deep nesting raised without the `json.encode:` prefix.
+      json_encode: {
+        raw: (CL, nargs) => {
+          this.rt.mem.pushString(CL, this.jsonEncode(CL, nargs));
+          return 1;
+        },
+      },
+      json_decode: { fn: (args, call) => this.jsonDecode(args[0], call) },
     };
     for (const [key, spec] of Object.entries(host)) {
       this.pushHostFunction(spec);
@@ -201,19 +208,27 @@ export class LuaState {
     return parts.join('\t');
   }
 
-  private jsonEncode(args: unknown[], call: HostCall): string {
-    if (call.nargs < 1) throw new LuaArgumentError("bad argument #1 to 'encode' (value expected)");
+  private jsonEncode(L: number, nargs: number): string {
+    if (nargs < 1) throw new LuaArgumentError("bad argument #1 to 'encode' (value expected)");
     try {
-      return JSON.stringify(this.bridge.read(call.L, 1), bytesReplacer) ?? 'null';
+      return JSON.stringify(this.bridge.read(L, 1), bytesReplacer) ?? 'null';
     } catch (err) {
       throw new LuaArgumentError(`json.encode: ${(err as Error).message}`);
     }
   }
 
-  private jsonDecode(text: unknown): unknown {
+  private jsonDecode(text: unknown, call: HostCall): unknown {
     if (typeof text !== 'string') {
+      // Fix (test/lua): Lua type names ("got nil", "got table", not JS's "undefined"/"object") and
+      // the `json.decode:` prefix docs/lua-api.md promises for a non-string argument.
+      const got =
+        call.nargs < 1
+          ? 'no value'
+          : text instanceof Uint8Array
+            ? 'non-UTF-8 bytes'
+            : (LUA_TYPE_NAMES[call.typeOf(1)] ?? 'userdata');
       throw new LuaArgumentError(
-        `bad argument #1 to 'decode' (string expected, got ${text instanceof Uint8Array ? 'non-UTF-8 bytes' : typeof text})`,
+        `json.decode: bad argument #1 to 'decode' (string expected, got ${got})`,
       );
     }
     try {
@@ -537,6 +552,15 @@ export class LuaState {
     if (this.closed) throw new LuaError(`the Lua state of ${this.name} is closed`);
   }
 }
+
+const LUA_TYPE_NAMES: Partial<Record<LuaType, string>> = {
+  [LuaType.Nil]: 'nil',
+  [LuaType.Boolean]: 'boolean',
+  [LuaType.Number]: 'number',
+  [LuaType.Table]: 'table',
+  [LuaType.Function]: 'function',
+  [LuaType.Thread]: 'thread',
+};
 
 function bytesReplacer(_key: string, value: unknown): unknown {
   return value instanceof Uint8Array ? new TextDecoder().decode(value) : value;
