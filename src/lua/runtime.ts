@@ -6,7 +6,7 @@
  */
 import { moduleMemory, type ModuleMemory } from './memory.js';
 import { LUA_MASKCOUNT, upvalueIndex, type LuaModule } from './wasm.js';
-import { LuaArgumentError, limitMessage, type LuaLimit } from './errors.js';
+import { limitMessage, type LuaLimit } from './errors.js';
 
 /** A JS function callable from Lua: reads its arguments from L, pushes results, returns their count. */
 export type RawFunction = (L: number, nargs: number) => number;
@@ -37,11 +37,6 @@ export interface MemoryAccount {
 
 /** Instructions between two hook runs: cheap (FIELD-NOTES: 10^4 costs little) yet responsive. */
 export const HOOK_EVERY = 10_000;
-
-/** Signals the trampoline that a raise must not get a position prefix (already has one). */
-export class RaisedLuaValue {
-  constructor(readonly push: (L: number) => void) {}
-}
 
 export class LuaRuntime {
   readonly mod: LuaModule;
@@ -99,15 +94,9 @@ export class LuaRuntime {
       // A Lua error raised inside a nested Lua call unwinds as emscripten's longjmp: let it pass.
       if (err === Infinity) throw err;
       mod._lua_settop(L, 0);
-      if (err instanceof RaisedLuaValue) {
-        err.push(L);
-      } else {
-        mod._luaL_where(L, slot?.whereLevel ?? 1);
-        const message =
-          err instanceof LuaArgumentError || err instanceof Error ? err.message : String(err);
-        this.mem.pushString(L, message);
-        mod._lua_concat(L, 2);
-      }
+      mod._luaL_where(L, slot?.whereLevel ?? 1);
+      this.mem.pushString(L, err instanceof Error ? err.message : String(err));
+      mod._lua_concat(L, 2);
     }
     return mod._lua_error(L);
   }

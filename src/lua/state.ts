@@ -6,7 +6,7 @@
 import { Bridge, BridgeError, NULL_POINTER } from './bridge.js';
 import { LuaArgumentError, LuaError, LuaLimitError, limitMessage } from './errors.js';
 import { PRELUDE } from './prelude.js';
-import { HOOK_EVERY, RaisedLuaValue, runtimeFor, type ActiveCall, type LuaRuntime } from './runtime.js';
+import { HOOK_EVERY, runtimeFor, type ActiveCall, type LuaRuntime } from './runtime.js';
 import {
   LUA_MASKCOUNT,
   LUA_REGISTRYINDEX,
@@ -243,7 +243,6 @@ export class LuaState {
   /** Pushes a Lua function that calls `spec.fn`, wrapped so async ones yield. */
   pushHostFunction(spec: HostFunctionSpec): void {
     const { mod, L, bridge } = this;
-    const state = this;
     const fn = spec.fn;
     const raw = spec.raw;
     const id = this.rt.addFunction(
@@ -252,7 +251,7 @@ export class LuaState {
         for (let i = 0; i < nargs; i++) args[i] = bridge.read(CL, i + 1, { opaque: 'skip' });
         const call: HostCall = {
           L: CL,
-          state,
+          state: this,
           nargs,
           typeOf: (i) => mod._lua_type(CL, i),
           ref: (i) => {
@@ -261,8 +260,8 @@ export class LuaState {
           },
         };
         const result = (fn as HostFunction)(args, call);
-        if (spec.async) return state.registerPending(CL, result);
-        return state.pushResults(CL, result);
+        if (spec.async) return this.registerPending(CL, result);
+        return this.pushResults(CL, result);
       }),
       spec.async ? 2 : 1,
     );

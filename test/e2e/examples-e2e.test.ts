@@ -15,10 +15,6 @@ import { BIN, ROOT, startMoonhub, type MoonhubProcess } from '../helpers/moonhub
 
 const EXAMPLES = join(ROOT, 'examples', 'plugins');
 
-function text(result: { content?: unknown }): string {
-  return ((result.content ?? []) as { text?: string }[]).map((c) => c.text ?? '').join('');
-}
-
 type AnyClient = Pick<Client, 'listTools' | 'callTool' | 'getPrompt' | 'readResource' | 'listResources' | 'listResourceTemplates' | 'listPrompts'>;
 
 /** The same walk through the examples, whatever the transport. */
