@@ -16,7 +16,8 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
 function port(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('a port is an integer from 0 to 65535');
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new InvalidArgumentError('a port is an integer from 0 to 65535');
   return n;
 }
 
@@ -42,7 +43,13 @@ interface ServeFlags {
 }
 
 /** Command-line flags override the config file; `--plugins` adds to its directories. */
-function settings(flags: { plugins: string[]; config?: string; port?: number; host?: string; hubId?: string }): Required<Pick<HubConfig, 'hub_id'>> & { dirs: string[]; host: string; port: number } {
+function settings(flags: {
+  plugins: string[];
+  config?: string;
+  port?: number;
+  host?: string;
+  hubId?: string;
+}): Required<Pick<HubConfig, 'hub_id'>> & { dirs: string[]; host: string; port: number } {
   const config = flags.config ? loadConfig(flags.config) : {};
   const dirs = [...(config.plugins?.dirs ?? []), ...flags.plugins].map((d) => resolve(d));
   return {
@@ -56,12 +63,19 @@ function settings(flags: { plugins: string[]; config?: string; port?: number; ho
 async function serve(flags: ServeFlags): Promise<void> {
   const logger = createLogger(flags.logLevel);
   const s = settings(flags);
-  if (s.dirs.length === 0) throw new Error('no plugins directory: pass --plugins DIR or set plugins.dirs in the config file');
+  if (s.dirs.length === 0)
+    throw new Error(
+      'no plugins directory: pass --plugins DIR or set plugins.dirs in the config file',
+    );
   const hub = await startHub({ hubId: s.hub_id, pluginDirs: s.dirs, logger, watch: flags.watch });
   const onError = (err: unknown) => logger.error({ err }, 'internal error while serving a request');
 
   if (flags.stdio) {
-    const server = serveStdio(hub.registry, { input: process.stdin, output: process.stdout, onError });
+    const server = serveStdio(hub.registry, {
+      input: process.stdin,
+      output: process.stdout,
+      onError,
+    });
     process.stderr.write(`moonhub: serving MCP on stdio (${hub.registry.countTools()} tools)\n`);
     await server.closed;
     await hub.stop();
@@ -69,12 +83,22 @@ async function serve(flags: ServeFlags): Promise<void> {
   }
 
   if (!LOOPBACK.has(s.host)) {
-    logger.warn({ host: s.host }, 'WARNING: listening on a non-loopback address without authentication; anyone who can reach it can call every tool');
+    logger.warn(
+      { host: s.host },
+      'WARNING: listening on a non-loopback address without authentication; anyone who can reach it can call every tool',
+    );
   }
   // A hub bound to a named address must accept that name in Host (DNS-rebinding check).
   const allowedHosts = LOOPBACK.has(s.host) ? [] : [s.host];
-  const http = await startHttpServer(hub.registry, { host: s.host, port: s.port, onError, allowedHosts });
-  process.stderr.write(`moonhub: serving MCP at ${http.url} (${hub.registry.countTools()} tools)\n`);
+  const http = await startHttpServer(hub.registry, {
+    host: s.host,
+    port: s.port,
+    onError,
+    allowedHosts,
+  });
+  process.stderr.write(
+    `moonhub: serving MCP at ${http.url} (${hub.registry.countTools()} tools)\n`,
+  );
   await new Promise<void>((done) => {
     const stop = () => {
       process.off('SIGINT', stop);
@@ -126,7 +150,7 @@ export function buildProgram(): Command {
     .option('--host <host>', 'interface to bind (default 127.0.0.1)')
     .option('--stdio', 'serve one client on stdin/stdout instead of HTTP')
     .option('-c, --config <file>', 'config file (JSON or YAML)')
-    .option('--hub-id <id>', 'this hub\'s id, shown to handlers as context.hub_id')
+    .option('--hub-id <id>', "this hub's id, shown to handlers as context.hub_id")
     .option('--no-watch', 'do not reload plugins when their files change')
     .option('--log-level <level>', 'trace, debug, info, warn, error (default info)')
     .action((flags: ServeFlags) => serve(flags));
@@ -136,8 +160,13 @@ export function buildProgram(): Command {
     .description('run a Lua script against the loaded plugins and print its return value as JSON')
     .argument('<file>', 'the Lua script')
     .option('-p, --plugins <dir>', 'a plugins directory (repeatable)', collect, [])
-    .option('--root <dir>', 'workspace root: require() finds modules here (default: current directory)')
-    .addOption(new Option('--timeout <ms>', 'time limit of the script').default(30_000).argParser(positive))
+    .option(
+      '--root <dir>',
+      'workspace root: require() finds modules here (default: current directory)',
+    )
+    .addOption(
+      new Option('--timeout <ms>', 'time limit of the script').default(30_000).argParser(positive),
+    )
     .option('-c, --config <file>', 'config file (JSON or YAML)')
     .option('--log-level <level>', 'log level on stderr (default warn)')
     .action((file: string, flags: RunFlags) => run(file, flags));

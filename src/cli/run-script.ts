@@ -30,7 +30,8 @@ export async function runScript(hub: Hub, opts: RunOptions): Promise<unknown> {
       for (const candidate of [join(root, `${rel}.lua`), join(root, rel, 'init.lua')]) {
         try {
           const real = realpathSync(candidate);
-          if (!real.startsWith(root + sep)) return `module '${name}' not found: it leads outside the root`;
+          if (!real.startsWith(root + sep))
+            return `module '${name}' not found: it leads outside the root`;
           return { source: readFileSync(real), chunkname: candidate };
         } catch {
           // try the next candidate
@@ -40,7 +41,11 @@ export async function runScript(hub: Hub, opts: RunOptions): Promise<unknown> {
     },
   });
   try {
-    installApi(state, { registry: hub.registry, owner: 'script', logger: opts.logger.child({ script: opts.file }) });
+    installApi(state, {
+      registry: hub.registry,
+      owner: 'script',
+      logger: opts.logger.child({ script: opts.file }),
+    });
     const ref = state.load(readFileSync(opts.file), `@${opts.file}`);
     const results = await state.call(ref, [], { timeoutMs: opts.timeoutMs });
     return results[0] ?? null;

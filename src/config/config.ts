@@ -14,7 +14,11 @@ export interface HubConfig {
   plugins?: { dirs?: string[] };
 }
 
-const schemaPath = resolve(dirname(fileURLToPath(import.meta.url)), '../../..', 'schemas/config.schema.json');
+const schemaPath = resolve(
+  dirname(fileURLToPath(import.meta.url)),
+  '../../..',
+  'schemas/config.schema.json',
+);
 let validate: ReturnType<Ajv2020['compile']> | undefined;
 
 export function loadConfig(file: string): HubConfig {
@@ -26,11 +30,17 @@ export function loadConfig(file: string): HubConfig {
   }
   let data: unknown;
   try {
-    data = ['.yaml', '.yml'].includes(extname(file).toLowerCase()) ? parseYaml(text) : JSON.parse(text);
+    data = ['.yaml', '.yml'].includes(extname(file).toLowerCase())
+      ? parseYaml(text)
+      : JSON.parse(text);
   } catch (err) {
-    throw new Error(`config file ${file} is not valid ${extname(file) === '.json' ? 'JSON' : 'YAML'}: ${(err as Error).message}`);
+    throw new Error(
+      `config file ${file} is not valid ${extname(file) === '.json' ? 'JSON' : 'YAML'}: ${(err as Error).message}`,
+    );
   }
-  validate ??= new Ajv2020({ allErrors: false, strict: true }).compile(JSON.parse(readFileSync(schemaPath, 'utf8')) as object);
+  validate ??= new Ajv2020({ allErrors: false, strict: true }).compile(
+    JSON.parse(readFileSync(schemaPath, 'utf8')) as object,
+  );
   if (!validate(data)) {
     const e = validate.errors?.[0];
     const at = e?.instancePath ? e.instancePath.slice(1).replace(/\//g, '.') : '';
@@ -41,6 +51,7 @@ export function loadConfig(file: string): HubConfig {
   }
   const config = data as HubConfig;
   // Directories in the file are relative to the file, not to wherever the hub was started.
-  if (config.plugins?.dirs) config.plugins.dirs = config.plugins.dirs.map((d) => resolve(dirname(file), d));
+  if (config.plugins?.dirs)
+    config.plugins.dirs = config.plugins.dirs.map((d) => resolve(dirname(file), d));
   return config;
 }

@@ -23,7 +23,12 @@ export function luaTypeName(call: HostCall, i: number): string {
   return i > call.nargs ? 'no value' : (TYPE_NAMES[call.typeOf(i)] ?? 'userdata');
 }
 
-export function badArgument(i: number, fname: string, expected: string, call: HostCall): LuaArgumentError {
+export function badArgument(
+  i: number,
+  fname: string,
+  expected: string,
+  call: HostCall,
+): LuaArgumentError {
   return new LuaArgumentError(
     `bad argument #${i} to '${fname}' (${expected} expected, got ${luaTypeName(call, i)})`,
   );
@@ -35,17 +40,32 @@ export function checkString(args: unknown[], call: HostCall, i: number, fname: s
   throw badArgument(i, fname, 'string', call);
 }
 
-export function optString(args: unknown[], call: HostCall, i: number, fname: string): string | undefined {
+export function optString(
+  args: unknown[],
+  call: HostCall,
+  i: number,
+  fname: string,
+): string | undefined {
   if (i > call.nargs || call.typeOf(i) === LuaType.Nil) return undefined;
   return checkString(args, call, i, fname);
 }
 
-export function checkTable(args: unknown[], call: HostCall, i: number, fname: string): Record<string, unknown> | unknown[] {
+export function checkTable(
+  args: unknown[],
+  call: HostCall,
+  i: number,
+  fname: string,
+): Record<string, unknown> | unknown[] {
   if (call.typeOf(i) === LuaType.Table) return (args[i - 1] ?? {}) as Record<string, unknown>;
   throw badArgument(i, fname, 'table', call);
 }
 
-export function optTable(args: unknown[], call: HostCall, i: number, fname: string): Record<string, unknown> | undefined {
+export function optTable(
+  args: unknown[],
+  call: HostCall,
+  i: number,
+  fname: string,
+): Record<string, unknown> | undefined {
   if (i > call.nargs || call.typeOf(i) === LuaType.Nil) return undefined;
   const t = checkTable(args, call, i, fname);
   return Array.isArray(t) ? {} : t;

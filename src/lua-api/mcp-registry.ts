@@ -20,7 +20,15 @@ export interface RegistryBindingOptions {
 }
 
 /** Keywords whose value is an array: an empty Lua table there means `[]`, not `{}`. */
-const ARRAY_KEYWORDS = new Set(['required', 'enum', 'anyOf', 'allOf', 'oneOf', 'prefixItems', 'examples']);
+const ARRAY_KEYWORDS = new Set([
+  'required',
+  'enum',
+  'anyOf',
+  'allOf',
+  'oneOf',
+  'prefixItems',
+  'examples',
+]);
 
 /** Fixes the one ambiguity of Lua tables in JSON Schemas: `{}` where an array is meant. */
 export function normalizeSchema(schema: unknown): unknown {
@@ -53,12 +61,16 @@ export function luaContext(ctx: CallContext): Record<string, unknown> {
 
 /** The context of a call made from Lua: the caller's table, with the hub's facts filled in. */
 function contextFromLua(value: unknown, registry: Registry, owner: string): CallContext {
-  const given = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  const given =
+    typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : {};
   const ctx: CallContext = { hub_id: registry.hubId, plugin: owner };
   for (const key of ['session_uuid', 'agent_name', 'target', 'principal'] as const) {
     if (typeof given[key] === 'string') ctx[key] = given[key];
   }
-  if (typeof given.request_id === 'string' || typeof given.request_id === 'number') ctx.request_id = given.request_id;
+  if (typeof given.request_id === 'string' || typeof given.request_id === 'number')
+    ctx.request_id = given.request_id;
   return ctx;
 }
 
@@ -68,7 +80,8 @@ function str(v: unknown): string | undefined {
 
 function plainObject(v: unknown, what: string): Record<string, unknown> | undefined {
   if (v === undefined) return undefined;
-  if (typeof v === 'object' && v !== null && !Array.isArray(v)) return normalizeSchema(v) as Record<string, unknown>;
+  if (typeof v === 'object' && v !== null && !Array.isArray(v))
+    return normalizeSchema(v) as Record<string, unknown>;
   throw new LuaArgumentError(`${what} must be a table`);
 }
 
@@ -82,10 +95,14 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
   const tool: HostFunctionSpec = {
     fn: (args, call) => {
       const name = checkString(args, call, 1, 'tool');
-      if (name === '') throw new LuaArgumentError("bad argument #1 to 'tool' (tool name must not be empty)");
+      if (name === '')
+        throw new LuaArgumentError("bad argument #1 to 'tool' (tool name must not be empty)");
       const schema = checkTable(args, call, 2, 'tool') as Record<string, unknown>;
       checkFunction(call, 3, 'tool');
-      const inputSchema = plainObject(schema.input_schema ?? schema.inputSchema, 'input_schema') ?? {
+      const inputSchema = plainObject(
+        schema.input_schema ?? schema.inputSchema,
+        'input_schema',
+      ) ?? {
         type: 'object',
         properties: {},
       };
@@ -102,7 +119,10 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
           icons: Array.isArray(schema.icons) ? schema.icons : undefined,
           timeoutMs,
           handler: async (input, ctx) => {
-            const [value] = await state.call(ref, [input, luaContext(ctx)], { timeoutMs, signal: ctx.signal });
+            const [value] = await state.call(ref, [input, luaContext(ctx)], {
+              timeoutMs,
+              signal: ctx.signal,
+            });
             return toToolResult(value);
           },
         });
@@ -117,14 +137,17 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
   const prompt: HostFunctionSpec = {
     fn: (args, call) => {
       const name = checkString(args, call, 1, 'prompt');
-      if (name === '') throw new LuaArgumentError("bad argument #1 to 'prompt' (prompt name must not be empty)");
+      if (name === '')
+        throw new LuaArgumentError("bad argument #1 to 'prompt' (prompt name must not be empty)");
       const schema = checkTable(args, call, 2, 'prompt') as Record<string, unknown>;
       checkFunction(call, 3, 'prompt');
       const list = Array.isArray(schema.arguments) ? schema.arguments : [];
       const promptArgs: PromptArgument[] = list.map((a, i) => {
         const arg = a as Record<string, unknown>;
         if (typeof arg?.name !== 'string') {
-          throw new LuaArgumentError(`bad argument #2 to 'prompt' (arguments[${i + 1}].name must be a string)`);
+          throw new LuaArgumentError(
+            `bad argument #2 to 'prompt' (arguments[${i + 1}].name must be a string)`,
+          );
         }
         const out: PromptArgument = { name: arg.name };
         if (typeof arg.description === 'string') out.description = arg.description;
@@ -139,7 +162,10 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         title: str(schema.title),
         arguments: promptArgs,
         handler: async (input, ctx) => {
-          const [value] = await state.call(ref, [input, luaContext(ctx)], { timeoutMs, signal: ctx.signal });
+          const [value] = await state.call(ref, [input, luaContext(ctx)], {
+            timeoutMs,
+            signal: ctx.signal,
+          });
           return toPromptResult(value, name);
         },
       });
@@ -150,7 +176,8 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
   const resource: HostFunctionSpec = {
     fn: (args, call) => {
       const uri = checkString(args, call, 1, 'resource');
-      if (uri === '') throw new LuaArgumentError("bad argument #1 to 'resource' (URI must not be empty)");
+      if (uri === '')
+        throw new LuaArgumentError("bad argument #1 to 'resource' (URI must not be empty)");
       const schema = (optTable(args, call, 2, 'resource') ?? {}) as Record<string, unknown>;
       checkFunction(call, 3, 'resource');
       const mimeType = str(schema.mime_type ?? schema.mimeType);
@@ -163,7 +190,10 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         description: str(schema.description),
         mimeType,
         handler: async (readUri, params, ctx) => {
-          const [value] = await state.call(ref, [params, luaContext(ctx)], { timeoutMs, signal: ctx.signal });
+          const [value] = await state.call(ref, [params, luaContext(ctx)], {
+            timeoutMs,
+            signal: ctx.signal,
+          });
           return { contents: toResourceContents(value, readUri, mimeType) };
         },
       });
@@ -173,7 +203,9 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
 
   const notYet = (fname: string): HostFunctionSpec => ({
     fn: () => {
-      throw new LuaArgumentError(`mcp.${fname} is not available yet: upstream proxies are not implemented in this version of moonhub`);
+      throw new LuaArgumentError(
+        `mcp.${fname} is not available yet: upstream proxies are not implemented in this version of moonhub`,
+      );
     },
   });
 
@@ -186,7 +218,9 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
     },
     list_tools: {
       fn: () =>
-        registry.listTools().map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema })),
+        registry
+          .listTools()
+          .map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema })),
     },
     call_tool: {
       async: true,
@@ -197,7 +231,9 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         try {
           const result = await registry.callTool(name, params, ctx);
           if (result.isError) {
-            const text = result.content.map((c) => (typeof c.text === 'string' ? c.text : '')).join('\n');
+            const text = result.content
+              .map((c) => (typeof c.text === 'string' ? c.text : ''))
+              .join('\n');
             return new LuaMulti([undefined, text || 'the tool reported an error']);
           }
           return new LuaMulti([result.content]);
@@ -242,7 +278,14 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
     },
     list_resources: {
       fn: () =>
-        registry.listResources().map((r) => ({ uri: r.uri, name: r.name, description: r.description, mime_type: r.mimeType })),
+        registry
+          .listResources()
+          .map((r) => ({
+            uri: r.uri,
+            name: r.name,
+            description: r.description,
+            mime_type: r.mimeType,
+          })),
     },
     read_resource: {
       async: true,
@@ -251,9 +294,17 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         const ctx = contextFromLua(args[1], registry, owner);
         try {
           const result = await registry.readResource(uri, ctx);
-          return result.contents.map((c) => ({ uri: c.uri, text: c.text, blob: c.blob, mime_type: c.mimeType }));
+          return result.contents.map((c) => ({
+            uri: c.uri,
+            text: c.text,
+            blob: c.blob,
+            mime_type: c.mimeType,
+          }));
         } catch (err) {
-          return new LuaMulti([undefined, err instanceof RegistryError ? err.message : describeFailure(err)]);
+          return new LuaMulti([
+            undefined,
+            err instanceof RegistryError ? err.message : describeFailure(err),
+          ]);
         }
       },
     },
@@ -268,7 +319,8 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
     },
     end_batch: {
       fn: () => {
-        if (openBatches === 0) throw new LuaArgumentError('mcp.end_batch called without a matching mcp.begin_batch');
+        if (openBatches === 0)
+          throw new LuaArgumentError('mcp.end_batch called without a matching mcp.begin_batch');
         openBatches--;
         registry.endBatch();
         return undefined;

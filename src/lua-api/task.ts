@@ -10,7 +10,9 @@ export function installTask(state: LuaState): void {
       fn: (args, call) => {
         const ms = checkNumber(args, call, 1, 'sleep');
         if (!(ms >= 0) || !Number.isFinite(ms)) {
-          throw new LuaArgumentError(`bad argument #1 to 'sleep' (a finite number of milliseconds >= 0 expected, got ${ms})`);
+          throw new LuaArgumentError(
+            `bad argument #1 to 'sleep' (a finite number of milliseconds >= 0 expected, got ${ms})`,
+          );
         }
         return new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), ms));
       },

@@ -56,7 +56,11 @@ export class Bridge {
         this.mem.pushString(L, value);
         return;
       case 'number':
-        if (Number.isInteger(value) && value >= -9223372036854775808 && value < 9223372036854775808) {
+        if (
+          Number.isInteger(value) &&
+          value >= -9223372036854775808 &&
+          value < 9223372036854775808
+        ) {
           mod._lua_pushinteger(L, BigInt(value));
         } else {
           mod._lua_pushnumber(L, value);
@@ -84,8 +88,10 @@ export class Bridge {
       this.mem.pushString(L, value);
       return;
     }
-    if (depth >= MAX_DEPTH) throw new BridgeError(`value nested more than ${MAX_DEPTH} levels deep`);
-    if (!mod._lua_checkstack(L, 4)) throw new BridgeError('Lua stack overflow while converting a value');
+    if (depth >= MAX_DEPTH)
+      throw new BridgeError(`value nested more than ${MAX_DEPTH} levels deep`);
+    if (!mod._lua_checkstack(L, 4))
+      throw new BridgeError('Lua stack overflow while converting a value');
     if (Array.isArray(value)) {
       const n = value.length;
       mod._lua_createtable(L, n, 0);
@@ -167,13 +173,17 @@ export class Bridge {
   ): unknown {
     const mod = this.mod;
     if (depth >= MAX_DEPTH) {
-      throw new BridgeError(`table nested more than ${MAX_DEPTH} levels deep${path ? ` at '${path}'` : ''}`);
+      throw new BridgeError(
+        `table nested more than ${MAX_DEPTH} levels deep${path ? ` at '${path}'` : ''}`,
+      );
     }
     const ptr = mod._lua_topointer(L, idx);
     const visiting = seen ?? new Set<number>();
-    if (visiting.has(ptr)) throw new BridgeError(`table contains a cycle${path ? ` at '${path}'` : ''}`);
+    if (visiting.has(ptr))
+      throw new BridgeError(`table contains a cycle${path ? ` at '${path}'` : ''}`);
     visiting.add(ptr);
-    if (!mod._lua_checkstack(L, 4)) throw new BridgeError('Lua stack overflow while converting a value');
+    if (!mod._lua_checkstack(L, 4))
+      throw new BridgeError('Lua stack overflow while converting a value');
 
     let marked = false;
     if (mod._lua_getmetatable(L, idx)) {

@@ -92,7 +92,8 @@ export class ModuleMemory {
           break;
         }
       }
-      if (ascii) return String.fromCharCode.apply(null, heap.subarray(p, p + len) as unknown as number[]);
+      if (ascii)
+        return String.fromCharCode.apply(null, heap.subarray(p, p + len) as unknown as number[]);
     }
     const bytes = heap.subarray(p, p + len);
     try {

@@ -57,7 +57,8 @@ export class LuaRuntime {
     this.trampoline = mod.addFunction((L: number) => this.dispatch(L), 'ii');
     this.hook = mod.addFunction((L: number) => this.onHook(L), 'vii');
     this.allocator = mod.addFunction(
-      (ud: number, ptr: number, osize: number, nsize: number) => this.allocate(ud, ptr, osize, nsize),
+      (ud: number, ptr: number, osize: number, nsize: number) =>
+        this.allocate(ud, ptr, osize, nsize),
       'iiiii',
     );
   }

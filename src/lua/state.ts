@@ -246,23 +246,24 @@ export class LuaState {
     const fn = spec.fn;
     const raw = spec.raw;
     const id = this.rt.addFunction(
-      raw ?? ((CL, nargs) => {
-        const args = new Array<unknown>(nargs);
-        for (let i = 0; i < nargs; i++) args[i] = bridge.read(CL, i + 1, { opaque: 'skip' });
-        const call: HostCall = {
-          L: CL,
-          state: this,
-          nargs,
-          typeOf: (i) => mod._lua_type(CL, i),
-          ref: (i) => {
-            mod._lua_pushvalue(CL, i);
-            return mod._luaL_ref(CL, LUA_REGISTRYINDEX);
-          },
-        };
-        const result = (fn as HostFunction)(args, call);
-        if (spec.async) return this.registerPending(CL, result);
-        return this.pushResults(CL, result);
-      }),
+      raw ??
+        ((CL, nargs) => {
+          const args = new Array<unknown>(nargs);
+          for (let i = 0; i < nargs; i++) args[i] = bridge.read(CL, i + 1, { opaque: 'skip' });
+          const call: HostCall = {
+            L: CL,
+            state: this,
+            nargs,
+            typeOf: (i) => mod._lua_type(CL, i),
+            ref: (i) => {
+              mod._lua_pushvalue(CL, i);
+              return mod._luaL_ref(CL, LUA_REGISTRYINDEX);
+            },
+          };
+          const result = (fn as HostFunction)(args, call);
+          if (spec.async) return this.registerPending(CL, result);
+          return this.pushResults(CL, result);
+        }),
       spec.async ? 2 : 1,
     );
     this.functionIds.push(id);
@@ -292,7 +293,9 @@ export class LuaState {
   private registerPending(L: number, result: unknown): number {
     const call = this.rt.active as RunningCall | undefined;
     if (!call) {
-      throw new LuaArgumentError('this function waits, and can only be called inside a running call');
+      throw new LuaArgumentError(
+        'this function waits, and can only be called inside a running call',
+      );
     }
     const id = nextPendingId++;
     const promise = Promise.resolve(result);
@@ -313,7 +316,11 @@ export class LuaState {
    * Defines `name` as a global table of host functions (merged into an existing table), e.g.
    * `defineLibrary('task', { sleep: { fn, async: true } })`.
    */
-  defineLibrary(name: string, functions: Record<string, HostFunctionSpec>, values: Record<string, unknown> = {}): void {
+  defineLibrary(
+    name: string,
+    functions: Record<string, HostFunctionSpec>,
+    values: Record<string, unknown> = {},
+  ): void {
     const { mod, L } = this;
     const mem = this.rt.mem;
     if (mod._lua_getglobal(L, mem.cstr(name)) !== LuaType.Table) {
@@ -429,7 +436,8 @@ export class LuaState {
             const value = await Promise.race([pending, interrupted]);
             values = value instanceof LuaMulti ? [true, ...value.values] : [true, value];
           } catch (err) {
-            if (err instanceof LuaLimitError || (limits.signal?.aborted && err instanceof LuaError)) throw err;
+            if (err instanceof LuaLimitError || (limits.signal?.aborted && err instanceof LuaError))
+              throw err;
             values = [false, err instanceof Error ? err.message : String(err)];
           }
           if (this.closed) throw new LuaError(`the Lua state of ${this.name} was closed`);
@@ -440,7 +448,8 @@ export class LuaState {
         if (status === LuaStatus.Ok) {
           const top = mod._lua_gettop(thread);
           const out = new Array<unknown>(nres);
-          for (let i = 0; i < nres; i++) out[i] = this.bridge.read(thread, top - nres + i + 1, { opaque: 'skip' });
+          for (let i = 0; i < nres; i++)
+            out[i] = this.bridge.read(thread, top - nres + i + 1, { opaque: 'skip' });
           return out;
         }
         throw this.errorFrom(thread, status);

@@ -54,7 +54,14 @@ export interface LuaModule {
   _lua_rawset(L: number, idx: number): void;
   _lua_rawseti(L: number, idx: number, n: bigint): void;
   _lua_setmetatable(L: number, idx: number): number;
-  _lua_pcallk(L: number, nargs: number, nresults: number, errfunc: number, ctx: number, k: number): number;
+  _lua_pcallk(
+    L: number,
+    nargs: number,
+    nresults: number,
+    errfunc: number,
+    ctx: number,
+    k: number,
+  ): number;
   _lua_resume(L: number, from: number, narg: number, nres: number): number;
   _lua_status(L: number): number;
   _lua_error(L: number): number;

@@ -78,7 +78,10 @@ export class PluginHost {
     for (const dir of this.dirs) {
       for (const s of discoverPlugins(dir)) {
         if (sources.some((o) => o.name === s.name)) {
-          this.opts.logger.warn({ plugin: s.name, entry: s.entry }, 'a plugin of this name was already loaded from an earlier directory; skipped');
+          this.opts.logger.warn(
+            { plugin: s.name, entry: s.entry },
+            'a plugin of this name was already loaded from an earlier directory; skipped',
+          );
           continue;
         }
         sources.push(s);
@@ -146,7 +149,12 @@ export class PluginHost {
       this.plugins.set(source.name, {
         source,
         state,
-        status: { name: source.name, entry: source.entry, loaded: true, loadedAt: new Date().toISOString() },
+        status: {
+          name: source.name,
+          entry: source.entry,
+          loaded: true,
+          loadedAt: new Date().toISOString(),
+        },
       });
       log.info({ entry: source.entry }, previous ? 'plugin reloaded' : 'plugin loaded');
       this.emit({ type: 'loaded', name: source.name });
@@ -160,7 +168,12 @@ export class PluginHost {
         : { name: source.name, entry: source.entry, loaded: false, error };
       this.plugins.set(source.name, { source, state: previous?.state, status });
       log.error(
-        { entry: source.entry, file: error.file, line: error.line, kept_previous: Boolean(previous?.state) },
+        {
+          entry: source.entry,
+          file: error.file,
+          line: error.line,
+          kept_previous: Boolean(previous?.state),
+        },
         `plugin failed to ${previous ? 'reload' : 'load'}: ${error.message}`,
       );
       this.emit({ type: 'failed', name: source.name, message: error.message });
@@ -180,7 +193,10 @@ export class PluginHost {
   }
 
   /** `require` inside a plugin: modules from its own folder only, never a path out of it. */
-  private findModule(source: PluginSource, name: string): { source: Uint8Array; chunkname: string } | string {
+  private findModule(
+    source: PluginSource,
+    name: string,
+  ): { source: Uint8Array; chunkname: string } | string {
     if (!source.folder) {
       return `module '${name}' not found: a single-file plugin can only require built-in modules (make the plugin a folder with init.lua to add modules)`;
     }
@@ -195,7 +211,10 @@ export class PluginHost {
       return `module '${name}' not found: the plugin folder is gone`;
     }
     const tried: string[] = [];
-    for (const candidate of [join(source.folder, `${rel}.lua`), join(source.folder, rel, 'init.lua')]) {
+    for (const candidate of [
+      join(source.folder, `${rel}.lua`),
+      join(source.folder, rel, 'init.lua'),
+    ]) {
       tried.push(this.chunkName(candidate));
       let real: string;
       try {
@@ -221,7 +240,12 @@ export class PluginHost {
       awaitWriteFinish: false,
     });
     const onPath = (path: string) => this.onFileEvent(path);
-    this.watcher.on('add', onPath).on('change', onPath).on('unlink', onPath).on('unlinkDir', onPath).on('addDir', onPath);
+    this.watcher
+      .on('add', onPath)
+      .on('change', onPath)
+      .on('unlink', onPath)
+      .on('unlinkDir', onPath)
+      .on('addDir', onPath);
     this.watcher.on('error', (err) => this.opts.logger.warn({ err }, 'file watcher error'));
     await new Promise<void>((resolveReady) => this.watcher?.once('ready', () => resolveReady()));
   }
@@ -251,7 +275,10 @@ export class PluginHost {
   }
 }
 
-function describeLoadError(err: unknown, entry: string): { message: string; file?: string; line?: number } {
+function describeLoadError(
+  err: unknown,
+  entry: string,
+): { message: string; file?: string; line?: number } {
   const message = err instanceof Error ? err.message : String(err);
   if (err instanceof LuaError) {
     const m = /^([^\n:]+\.lua):(\d+):/.exec(message);

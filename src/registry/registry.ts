@@ -191,7 +191,8 @@ export class Registry {
   // ---- prompts -------------------------------------------------------------------------------
 
   addPrompt(owner: string, spec: PromptSpec): void {
-    if (!spec.name) throw new RegistryError('invalid_definition', 'a prompt needs a non-empty name');
+    if (!spec.name)
+      throw new RegistryError('invalid_definition', 'a prompt needs a non-empty name');
     this.prompts.set(spec.name, { ...spec, owner });
     this.changed('prompts');
   }
@@ -215,7 +216,11 @@ export class Registry {
       .filter((p) => !filter || filter(p.owner))
       .sort(byKey((p) => p.name))
       .map((p) => {
-        const info: PromptInfo = { name: p.name, description: p.description, arguments: p.arguments };
+        const info: PromptInfo = {
+          name: p.name,
+          description: p.description,
+          arguments: p.arguments,
+        };
         if (p.title !== undefined) info.title = p.title;
         if (p.icons !== undefined) info.icons = p.icons;
         return info;
@@ -261,7 +266,11 @@ export class Registry {
     if (!spec.uriTemplate) {
       throw new RegistryError('invalid_definition', 'a resource needs a non-empty URI or template');
     }
-    this.resources.set(spec.uriTemplate, { ...spec, owner, isTemplate: isTemplate(spec.uriTemplate) });
+    this.resources.set(spec.uriTemplate, {
+      ...spec,
+      owner,
+      isTemplate: isTemplate(spec.uriTemplate),
+    });
     this.changed('resources');
   }
 
@@ -310,7 +319,11 @@ export class Registry {
     return undefined;
   }
 
-  async readResource(uri: string, ctx: CallContext, filter?: OwnerFilter): Promise<ResourceReadResult> {
+  async readResource(
+    uri: string,
+    ctx: CallContext,
+    filter?: OwnerFilter,
+  ): Promise<ResourceReadResult> {
     const found = this.resolveResource(uri, filter);
     if (!found) throw new RegistryError('unknown_resource', `Resource not found: ${uri}`);
     return found.entry.handler(uri, found.params, { ...ctx, uri });
@@ -396,7 +409,10 @@ function byKey<T>(key: (v: T) => string): (a: T, b: T) => number {
   };
 }
 
-function describeResource<T extends object>(head: T, r: ResourceEntry): T & Omit<ResourceInfo, 'uri'> {
+function describeResource<T extends object>(
+  head: T,
+  r: ResourceEntry,
+): T & Omit<ResourceInfo, 'uri'> {
   const out: T & Omit<ResourceInfo, 'uri'> = { ...head, name: r.name };
   if (r.title !== undefined) out.title = r.title;
   if (r.description !== undefined) out.description = r.description;

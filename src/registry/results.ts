@@ -3,7 +3,13 @@
  * rules of LUA_API §2.2 for tools, and the prompt and resource shapes of §2.
  */
 import { RegistryError } from './errors.js';
-import type { ContentItem, PromptMessage, PromptResult, ResourceContents, ToolResult } from './types.js';
+import type {
+  ContentItem,
+  PromptMessage,
+  PromptResult,
+  ResourceContents,
+  ToolResult,
+} from './types.js';
 
 const textDecoder = new TextDecoder();
 
@@ -19,7 +25,9 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 
 /** JSON text of a value, with byte strings shown as text. */
 export function toJsonText(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) => (v instanceof Uint8Array ? textDecoder.decode(v) : v));
+  return JSON.stringify(value, (_k, v: unknown) =>
+    v instanceof Uint8Array ? textDecoder.decode(v) : v,
+  );
 }
 
 /** Lua-style snake_case keys accepted next to MCP's camelCase ones in content items. */
@@ -50,7 +58,9 @@ export function toToolResult(value: unknown): ToolResult {
   }
   if (isPlainObject(value) && Array.isArray(value.content)) {
     const result: ToolResult = {
-      content: (value.content as unknown[]).filter(isPlainObject).map((item) => normalizeItem(item)),
+      content: (value.content as unknown[])
+        .filter(isPlainObject)
+        .map((item) => normalizeItem(item)),
     };
     const isError = value.isError ?? value.is_error;
     if (isError === true) result.isError = true;
@@ -75,9 +85,22 @@ export function toPromptResult(value: unknown, name: string): PromptResult {
     );
   }
   const messages: PromptMessage[] = value.messages.map((m, i) => {
-    if (!isPlainObject(m)) throw new RegistryError('invalid_definition', `prompt '${name}': message ${i + 1} is not a table`);
-    const role = m.role === 'assistant' ? 'assistant' : m.role === 'user' || m.role === undefined ? 'user' : undefined;
-    if (!role) throw new RegistryError('invalid_definition', `prompt '${name}': message ${i + 1} has role '${String(m.role)}' (user or assistant expected)`);
+    if (!isPlainObject(m))
+      throw new RegistryError(
+        'invalid_definition',
+        `prompt '${name}': message ${i + 1} is not a table`,
+      );
+    const role =
+      m.role === 'assistant'
+        ? 'assistant'
+        : m.role === 'user' || m.role === undefined
+          ? 'user'
+          : undefined;
+    if (!role)
+      throw new RegistryError(
+        'invalid_definition',
+        `prompt '${name}': message ${i + 1} has role '${String(m.role)}' (user or assistant expected)`,
+      );
     let content: ContentItem;
     if (typeof m.content === 'string' || m.content instanceof Uint8Array) {
       content = { type: 'text', text: asText(m.content) };
@@ -86,7 +109,10 @@ export function toPromptResult(value: unknown, name: string): PromptResult {
     } else if (isContentArray(m.content)) {
       content = normalizeItem(m.content[0] as Record<string, unknown>);
     } else {
-      throw new RegistryError('invalid_definition', `prompt '${name}': message ${i + 1} has no content`);
+      throw new RegistryError(
+        'invalid_definition',
+        `prompt '${name}': message ${i + 1} has no content`,
+      );
     }
     return { role, content };
   });
@@ -99,7 +125,11 @@ export function toPromptResult(value: unknown, name: string): PromptResult {
  * A string (text), `{text=..., mime_type=...}`, `{blob=<bytes>, mime_type=...}` or an array of
  * those. Blobs are bytes (a Lua string) and go out base64-encoded.
  */
-export function toResourceContents(value: unknown, uri: string, defaultMime?: string): ResourceContents[] {
+export function toResourceContents(
+  value: unknown,
+  uri: string,
+  defaultMime?: string,
+): ResourceContents[] {
   const items = Array.isArray(value) ? value : [value];
   return items.map((item, i) => {
     if (typeof item === 'string') return withMime({ uri, text: item }, defaultMime);
@@ -108,16 +138,25 @@ export function toResourceContents(value: unknown, uri: string, defaultMime?: st
       return withMime({ uri, blob: Buffer.from(item).toString('base64') }, defaultMime);
     }
     if (!isPlainObject(item)) {
-      throw new RegistryError('invalid_definition', `resource ${uri}: item ${i + 1} is neither a string nor a table`);
+      throw new RegistryError(
+        'invalid_definition',
+        `resource ${uri}: item ${i + 1} is neither a string nor a table`,
+      );
     }
     const itemUri = typeof item.uri === 'string' ? item.uri : uri;
     const mime = (item.mime_type ?? item.mimeType ?? defaultMime) as string | undefined;
     if (item.blob !== undefined) {
-      const bytes = typeof item.blob === 'string' ? Buffer.from(item.blob, 'utf8') : Buffer.from(item.blob as Uint8Array);
+      const bytes =
+        typeof item.blob === 'string'
+          ? Buffer.from(item.blob, 'utf8')
+          : Buffer.from(item.blob as Uint8Array);
       return withMime({ uri: itemUri, blob: bytes.toString('base64') }, mime);
     }
     if (item.text !== undefined) return withMime({ uri: itemUri, text: asText(item.text) }, mime);
-    throw new RegistryError('invalid_definition', `resource ${uri}: item ${i + 1} has neither text nor blob`);
+    throw new RegistryError(
+      'invalid_definition',
+      `resource ${uri}: item ${i + 1} has neither text nor blob`,
+    );
   });
 }
 

@@ -19,7 +19,11 @@ export function compileValidator(schema: Record<string, unknown>, what: string):
   let validate: ValidateFunction;
   try {
     const dialect = typeof schema.$schema === 'string' ? schema.$schema : '';
-    if (dialect.includes('draft-07') || dialect.includes('draft-06') || dialect.includes('draft-04')) {
+    if (
+      dialect.includes('draft-07') ||
+      dialect.includes('draft-06') ||
+      dialect.includes('draft-04')
+    ) {
       ajv7 ??= new AjvDraft7.default(options);
       validate = ajv7.compile(stripId(schema));
     } else {
@@ -46,9 +50,7 @@ function stripId(schema: Record<string, unknown>): Record<string, unknown> {
 function describe(errors: ErrorObject[]): string {
   const first = errors[0];
   if (!first) return 'arguments do not match the input schema';
-  const path = first.instancePath
-    ? first.instancePath.slice(1).replace(/\//g, '.')
-    : '';
+  const path = first.instancePath ? first.instancePath.slice(1).replace(/\//g, '.') : '';
   if (first.keyword === 'required') {
     const missing = (first.params as { missingProperty?: string }).missingProperty ?? '?';
     return `missing required argument '${path ? `${path}.` : ''}${missing}'`;

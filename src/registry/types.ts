@@ -3,7 +3,8 @@
  * context carries, and what handlers return. Nothing here knows about Lua or HTTP.
  */
 
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export type JsonValue =
+  null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 export type JsonObject = { [key: string]: JsonValue };
 
 /** Who is calling and on whose behalf; handed to every handler (LUA_API §2.1). */
@@ -81,7 +82,10 @@ export interface PromptResult {
   messages: PromptMessage[];
 }
 
-export type PromptHandler = (args: Record<string, string>, ctx: CallContext) => Promise<PromptResult>;
+export type PromptHandler = (
+  args: Record<string, string>,
+  ctx: CallContext,
+) => Promise<PromptResult>;
 
 export interface PromptSpec {
   name: string;

@@ -15,15 +15,34 @@ import { BIN, ROOT, startMoonhub, type MoonhubProcess } from '../helpers/moonhub
 
 const EXAMPLES = join(ROOT, 'examples', 'plugins');
 
-type AnyClient = Pick<Client, 'listTools' | 'callTool' | 'getPrompt' | 'readResource' | 'listResources' | 'listResourceTemplates' | 'listPrompts'>;
+type AnyClient = Pick<
+  Client,
+  | 'listTools'
+  | 'callTool'
+  | 'getPrompt'
+  | 'readResource'
+  | 'listResources'
+  | 'listResourceTemplates'
+  | 'listPrompts'
+>;
 
 /** The same walk through the examples, whatever the transport. */
 async function exerciseExamples(client: AnyClient): Promise<void> {
   const names = (await client.listTools()).tools.map((t) => t.name);
-  for (const n of ['notes.add', 'notes.get', 'notes.list', 'inbox.send', 'inbox.read', 'clock.now']) {
+  for (const n of [
+    'notes.add',
+    'notes.get',
+    'notes.list',
+    'inbox.send',
+    'inbox.read',
+    'clock.now',
+  ]) {
     assert.ok(names.includes(n), `${n} is listed`);
   }
-  const added = await client.callTool({ name: 'notes.add', arguments: { title: 'Buy milk', body: 'two litres', tags: ['home'] } });
+  const added = await client.callTool({
+    name: 'notes.add',
+    arguments: { title: 'Buy milk', body: 'two litres', tags: ['home'] },
+  });
   const note = added.structuredContent as { id: number | string; title: string };
   assert.equal(note.title, 'Buy milk');
   const got = await client.callTool({ name: 'notes.get', arguments: { id: note.id } });
@@ -31,7 +50,9 @@ async function exerciseExamples(client: AnyClient): Promise<void> {
 
   const fixed = (await client.listResources()).resources.map((r) => r.uri);
   assert.ok(fixed.includes('note://index'));
-  const templates = (await client.listResourceTemplates()).resourceTemplates.map((r) => r.uriTemplate);
+  const templates = (await client.listResourceTemplates()).resourceTemplates.map(
+    (r) => r.uriTemplate,
+  );
   assert.ok(templates.includes('note://{id}'));
   const index = await client.readResource({ uri: 'note://index' });
   assert.match(String((index.contents[0] as { text?: string }).text), /Buy milk/);
@@ -41,7 +62,10 @@ async function exerciseExamples(client: AnyClient): Promise<void> {
 
   const prompts = (await client.listPrompts()).prompts.map((p) => p.name);
   assert.ok(prompts.includes('code-review'));
-  const review = await client.getPrompt({ name: 'code-review', arguments: { language: 'Lua', focus: 'security' } });
+  const review = await client.getPrompt({
+    name: 'code-review',
+    arguments: { language: 'Lua', focus: 'security' },
+  });
   assert.ok(review.messages.length >= 1);
   assert.match(JSON.stringify(review.messages), /Lua/);
   await assert.rejects(client.getPrompt({ name: 'code-review', arguments: {} }), /language/);
@@ -65,14 +89,18 @@ describe('examples over HTTP', () => {
     });
   }
 
-  it('keeps each session\'s inbox private', async () => {
+  it("keeps each session's inbox private", async () => {
     const alice = await connectHttpClient(hub.url, 'legacy');
     const bob = await connectHttpClient(hub.url, 'legacy');
     try {
-      const aliceId = (await alice.client.callTool({ name: 'inbox.whoami', arguments: {} })).structuredContent as { session_uuid: string };
-      await bob.client.callTool({ name: 'inbox.send', arguments: { to: aliceId.session_uuid, text: 'hello alice' } });
+      const aliceId = (await alice.client.callTool({ name: 'inbox.whoami', arguments: {} }))
+        .structuredContent as { session_uuid: string };
+      await bob.client.callTool({
+        name: 'inbox.send',
+        arguments: { to: aliceId.session_uuid, text: 'hello alice' },
+      });
       const bobRead = await bob.client.callTool({ name: 'inbox.read', arguments: {} });
-      assert.doesNotMatch(JSON.stringify(bobRead), /hello alice/, 'bob cannot drain alice\'s inbox');
+      assert.doesNotMatch(JSON.stringify(bobRead), /hello alice/, "bob cannot drain alice's inbox");
       const aliceRead = await alice.client.callTool({ name: 'inbox.read', arguments: {} });
       assert.match(JSON.stringify(aliceRead), /hello alice/);
       const again = await alice.client.callTool({ name: 'inbox.read', arguments: {} });
@@ -95,7 +123,10 @@ describe('examples over HTTP', () => {
         },
         body,
       });
-    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': {},
+    };
 
     const malformed = await post('{"jsonrpc":"2.0","id":1,"method":');
     assert.equal(((await malformed.json()) as { error: { code: number } }).error.code, -32700);
@@ -103,19 +134,29 @@ describe('examples over HTTP', () => {
     const shape = await post(JSON.stringify({ jsonrpc: '1.0', id: 1, method: 7 }));
     assert.equal(((await shape.json()) as { error: { code: number } }).error.code, -32600);
 
-    const unknown = await post(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/explode', params: { _meta: meta } }), {
-      'mcp-method': 'tools/explode',
-    });
+    const unknown = await post(
+      JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/explode', params: { _meta: meta } }),
+      {
+        'mcp-method': 'tools/explode',
+      },
+    );
     assert.equal(((await unknown.json()) as { error: { code: number } }).error.code, -32601);
 
     const huge = await post(Buffer.alloc(10 * 1024 * 1024, 0x20));
     assert.equal(huge.status, 413);
 
     const badArgs = await post(
-      JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'notes.add', arguments: { title: 42 }, _meta: meta } }),
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'tools/call',
+        params: { name: 'notes.add', arguments: { title: 42 }, _meta: meta },
+      }),
       { 'mcp-method': 'tools/call', 'mcp-name': 'notes.add' },
     );
-    const badResult = (await badArgs.json()) as { result: { isError: boolean; content: { text: string }[] } };
+    const badResult = (await badArgs.json()) as {
+      result: { isError: boolean; content: { text: string }[] };
+    };
     assert.equal(badResult.result.isError, true);
     assert.match(badResult.result.content[0]!.text, /argument 'title' must be string/);
 
@@ -164,7 +205,9 @@ describe('moonhub run', () => {
        print("this goes to stderr")
        return { added = json.decode(content[1].text).title, tools = mcp.count(), list_is_table = type(list) == "table" }`,
     );
-    const r = spawnSync(process.execPath, [BIN, 'run', script, '--plugins', EXAMPLES], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [BIN, 'run', script, '--plugins', EXAMPLES], {
+      encoding: 'utf8',
+    });
     assert.equal(r.status, 0, r.stderr);
     const out = JSON.parse(r.stdout) as { added: string; tools: number; list_is_table: boolean };
     assert.equal(out.added, 'from a script');

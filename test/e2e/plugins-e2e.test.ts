@@ -73,7 +73,9 @@ let dir: string;
 let hub: MoonhubProcess;
 
 function text(result: { content?: unknown }): string {
-  return ((result.content ?? []) as { type: string; text?: string }[]).map((c) => c.text ?? '').join('');
+  return ((result.content ?? []) as { type: string; text?: string }[])
+    .map((c) => c.text ?? '')
+    .join('');
 }
 
 before(async () => {
@@ -94,7 +96,10 @@ describe('sandbox and limits, as a caller sees them', () => {
   const escapes: [string, RegExp][] = [
     ['return type(io)', /^nil$/],
     ['return type(os.execute), type(os.exit), type(os.getenv)', /^nil$/],
-    ['return select(2, load(string.char(27) .. "Lua"))', /attempt to load a binary chunk \(mode is 't'\)/],
+    [
+      'return select(2, load(string.char(27) .. "Lua"))',
+      /attempt to load a binary chunk \(mode is 't'\)/,
+    ],
     ['return type(string.dump)', /^nil$/],
     ['return debug.getregistry()', /attempt to call a nil value \(field 'getregistry'\)/],
     ['return require("../slow")', /module '\.\.\/slow' not found/],
@@ -141,7 +146,10 @@ describe('sandbox and limits, as a caller sees them', () => {
     try {
       const r = await client.callTool({ name: 'probe.wait', arguments: { ms: 'soon' } });
       assert.equal(r.isError, true);
-      assert.match(text(r), /Invalid arguments for tool 'probe.wait': argument 'ms' must be integer/);
+      assert.match(
+        text(r),
+        /Invalid arguments for tool 'probe.wait': argument 'ms' must be integer/,
+      );
       const missing = await client.callTool({ name: 'probe.wait', arguments: {} });
       assert.match(text(missing), /missing required argument 'ms'/);
     } finally {
@@ -213,7 +221,11 @@ describe('hot reload', () => {
       await new Promise((r) => setTimeout(r, 300));
 
       writeFileSync(join(dir, 'hot', 'init.lua'), HOT_V2);
-      await waitFor(() => legacy.events.tools > 0 && modern.events.tools > 0, 10_000, 'tools/list_changed in both eras');
+      await waitFor(
+        () => legacy.events.tools > 0 && modern.events.tools > 0,
+        10_000,
+        'tools/list_changed in both eras',
+      );
       for (const { client } of [legacy, modern]) {
         assert.equal(text(await client.callTool({ name: 'hot.version', arguments: {} })), 'v2');
         const names = (await client.listTools()).tools.map((t) => t.name);
@@ -224,7 +236,10 @@ describe('hot reload', () => {
       writeFileSync(join(dir, 'hot', 'init.lua'), HOT_BROKEN);
       const line = await hub.waitForLog(/plugin failed to reload[^\n]*/, from);
       assert.match(line, /init\.lua:2:/, 'the error names the file and line');
-      assert.equal(text(await legacy.client.callTool({ name: 'hot.version', arguments: {} })), 'v2');
+      assert.equal(
+        text(await legacy.client.callTool({ name: 'hot.version', arguments: {} })),
+        'v2',
+      );
       assert.ok((await legacy.client.listTools()).tools.some((t) => t.name === 'hot.extra'));
 
       const before = legacy.events.tools;
@@ -232,11 +247,24 @@ describe('hot reload', () => {
       await waitFor(() => legacy.events.tools > before, 10_000, 'list_changed after removal');
       const names = (await legacy.client.listTools()).tools.map((t) => t.name);
       assert.ok(!names.includes('hot.version') && !names.includes('hot.extra'));
-      await assert.rejects(legacy.client.callTool({ name: 'hot.version', arguments: {} }), /Unknown tool/);
+      await assert.rejects(
+        legacy.client.callTool({ name: 'hot.version', arguments: {} }),
+        /Unknown tool/,
+      );
 
-      writeFileSync(join(dir, 'fresh.lua'), 'mcp.tool("fresh.hello", {}, function() return "hi" end)\n');
-      await waitFor(() => legacy.events.tools > before + 1, 10_000, 'list_changed after a new plugin');
-      assert.equal(text(await legacy.client.callTool({ name: 'fresh.hello', arguments: {} })), 'hi');
+      writeFileSync(
+        join(dir, 'fresh.lua'),
+        'mcp.tool("fresh.hello", {}, function() return "hi" end)\n',
+      );
+      await waitFor(
+        () => legacy.events.tools > before + 1,
+        10_000,
+        'list_changed after a new plugin',
+      );
+      assert.equal(
+        text(await legacy.client.callTool({ name: 'fresh.hello', arguments: {} })),
+        'hi',
+      );
     } finally {
       await legacy.client.close();
       await modern.client.close();

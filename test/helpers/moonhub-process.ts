@@ -23,7 +23,10 @@ export interface MoonhubProcess {
   stop: () => Promise<void>;
 }
 
-export async function startMoonhub(args: string[], env: Record<string, string> = {}): Promise<MoonhubProcess> {
+export async function startMoonhub(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<MoonhubProcess> {
   const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, MOONHUB_LOG_LEVEL: 'debug', ...env },
@@ -53,7 +56,8 @@ export async function startMoonhub(args: string[], env: Record<string, string> =
     for (;;) {
       const m = re.exec(err.slice(from));
       if (m) return m[0];
-      if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${re} in the log:\n${err.slice(from)}`);
+      if (Date.now() - start > timeoutMs)
+        throw new Error(`timed out waiting for ${re} in the log:\n${err.slice(from)}`);
       await new Promise((r) => setTimeout(r, 25));
     }
   };
