@@ -278,14 +278,12 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
     },
     list_resources: {
       fn: () =>
-        registry
-          .listResources()
-          .map((r) => ({
-            uri: r.uri,
-            name: r.name,
-            description: r.description,
-            mime_type: r.mimeType,
-          })),
+        registry.listResources().map((r) => ({
+          uri: r.uri,
+          name: r.name,
+          description: r.description,
+          mime_type: r.mimeType,
+        })),
     },
     read_resource: {
       async: true,
