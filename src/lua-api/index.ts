@@ -8,6 +8,7 @@ import type { Registry } from '../registry/registry.js';
 import { installLog } from './log.js';
 import { installRegistryApi } from './mcp-registry.js';
 import { installTask } from './task.js';
+import { installVfs } from './vfs.js';
 
 export { endForgottenBatches, luaContext, normalizeSchema } from './mcp-registry.js';
 
@@ -16,10 +17,13 @@ export interface ApiOptions {
   /** Owner of what the state registers: the plugin name, or "script". */
   owner: string;
   logger: Logger;
+  /** The folder behind `/source/` for `vfs` (none for a single-file plugin). */
+  root?: string;
 }
 
 export function installApi(state: LuaState, opts: ApiOptions): void {
   installRegistryApi(state, { registry: opts.registry, owner: opts.owner });
   installTask(state);
   installLog(state, opts.logger);
+  installVfs(state, opts.root);
 }

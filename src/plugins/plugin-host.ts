@@ -139,7 +139,7 @@ export class PluginHost {
         print: (text) => log.info({ source: 'print' }, text),
         findModule: (name) => this.findModule(source, name),
       });
-      installApi(state, { registry, owner: source.name, logger: log });
+      installApi(state, { registry, owner: source.name, logger: log, root: source.folder });
       registry.reset(source.name);
       const ref = state.load(code, `@${this.chunkName(source.entry)}`);
       await state.call(ref, [], { timeoutMs: this.opts.loadTimeoutMs ?? 10_000 });
