@@ -3,24 +3,11 @@
  * (`bad argument #1 to 'tool' (string expected, got nil)`), at the caller's line.
  */
 import { LuaArgumentError } from '../lua/errors.js';
-import { LuaType } from '../lua/wasm.js';
+import { LuaType, luaTypeName as nameOf } from '../lua/wasm.js';
 import type { HostCall } from '../lua/state.js';
 
-const TYPE_NAMES: Record<number, string> = {
-  [LuaType.None]: 'no value',
-  [LuaType.Nil]: 'nil',
-  [LuaType.Boolean]: 'boolean',
-  [LuaType.LightUserdata]: 'userdata',
-  [LuaType.Number]: 'number',
-  [LuaType.String]: 'string',
-  [LuaType.Table]: 'table',
-  [LuaType.Function]: 'function',
-  [LuaType.Userdata]: 'userdata',
-  [LuaType.Thread]: 'thread',
-};
-
 export function luaTypeName(call: HostCall, i: number): string {
-  return i > call.nargs ? 'no value' : (TYPE_NAMES[call.typeOf(i)] ?? 'userdata');
+  return i > call.nargs ? 'no value' : nameOf(call.typeOf(i));
 }
 
 export function badArgument(

@@ -13,6 +13,7 @@ import {
   LuaStatus,
   LuaType,
   loadLuaModule,
+  luaTypeName,
   type LuaModule,
 } from './wasm.js';
 
@@ -226,7 +227,7 @@ export class LuaState {
           ? 'no value'
           : text instanceof Uint8Array
             ? 'non-UTF-8 bytes'
-            : (LUA_TYPE_NAMES[call.typeOf(1)] ?? 'userdata');
+            : luaTypeName(call.typeOf(1));
       throw new LuaArgumentError(
         `json.decode: bad argument #1 to 'decode' (string expected, got ${got})`,
       );
@@ -560,15 +561,6 @@ export class LuaState {
     if (this.closed) throw new LuaError(`the Lua state of ${this.name} is closed`);
   }
 }
-
-const LUA_TYPE_NAMES: Partial<Record<LuaType, string>> = {
-  [LuaType.Nil]: 'nil',
-  [LuaType.Boolean]: 'boolean',
-  [LuaType.Number]: 'number',
-  [LuaType.Table]: 'table',
-  [LuaType.Function]: 'function',
-  [LuaType.Thread]: 'thread',
-};
 
 function bytesReplacer(_key: string, value: unknown): unknown {
   return value instanceof Uint8Array ? new TextDecoder().decode(value) : value;

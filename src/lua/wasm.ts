@@ -113,6 +113,24 @@ export const enum LuaType {
 
 export const LUA_MASKCOUNT = 8;
 
+const TYPE_NAMES: Record<number, string> = {
+  [LuaType.None]: 'no value',
+  [LuaType.Nil]: 'nil',
+  [LuaType.Boolean]: 'boolean',
+  [LuaType.LightUserdata]: 'userdata',
+  [LuaType.Number]: 'number',
+  [LuaType.String]: 'string',
+  [LuaType.Table]: 'table',
+  [LuaType.Function]: 'function',
+  [LuaType.Userdata]: 'userdata',
+  [LuaType.Thread]: 'thread',
+};
+
+/** The name Lua's own messages use for a type ("got nil", "got table"). */
+export function luaTypeName(type: number): string {
+  return TYPE_NAMES[type] ?? 'userdata';
+}
+
 let modulePromise: Promise<LuaModule> | undefined;
 
 /**
