@@ -409,19 +409,24 @@ export class LuaState {
       mod._lua_rawgeti(thread, LUA_REGISTRYINDEX, BigInt(ref));
       for (const a of args) this.bridge.push(thread, a);
       let nargs = args.length;
-      // Rejects when the call runs out of time or is cancelled while it waits.
-      const interrupted = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new LuaLimitError('timeout', limitMessage('timeout', timeoutMs))),
-          timeoutMs,
-        );
-        if (limits.signal) {
-          onAbort = () => reject(new LuaError('the call was cancelled'));
-          if (limits.signal.aborted) onAbort();
-          else limits.signal.addEventListener('abort', onAbort, { once: true });
-        }
-      });
-      interrupted.catch(() => undefined);
+      // Rejects when the call runs out of time or is cancelled while it waits. Built at the first
+      // wait only: most calls never wait, and a timer per call would sit on the tools/call path.
+      let interrupted: Promise<never> | undefined;
+      const guard = (): Promise<never> => {
+        interrupted ??= new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new LuaLimitError('timeout', limitMessage('timeout', timeoutMs))),
+            Math.max(0, call.deadline - performance.now()),
+          );
+          if (limits.signal) {
+            onAbort = () => reject(new LuaError('the call was cancelled'));
+            if (limits.signal.aborted) onAbort();
+            else limits.signal.addEventListener('abort', onAbort, { once: true });
+          }
+        });
+        interrupted.catch(() => undefined);
+        return interrupted;
+      };
       for (;;) {
         const status = this.resume(call, nargs);
         const nres = mod.HEAP32[(this.rt.mem.out + 8) >> 2] as number;
@@ -434,7 +439,7 @@ export class LuaState {
           call.pending.delete(id as number);
           let values: unknown[];
           try {
-            const value = await Promise.race([pending, interrupted]);
+            const value = await Promise.race([pending, guard()]);
             values = value instanceof LuaMulti ? [true, ...value.values] : [true, value];
           } catch (err) {
             if (err instanceof LuaLimitError || (limits.signal?.aborted && err instanceof LuaError))

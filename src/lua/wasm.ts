@@ -143,9 +143,3 @@ export function loadLuaModule(): Promise<LuaModule> {
     .then((wasm) => (wasm as unknown as { module: LuaModule }).module);
   return modulePromise;
 }
-
-/** A fresh, separate module instance (own linear memory), for work that must not share one. */
-export async function loadIsolatedLuaModule(): Promise<LuaModule> {
-  const wasm = await new LuaFactory().getLuaModule();
-  return (wasm as unknown as { module: LuaModule }).module;
-}
