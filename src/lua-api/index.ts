@@ -10,7 +10,8 @@ import { installRegistryApi } from './mcp-registry.js';
 import { installTask } from './task.js';
 import { installVfs } from './vfs.js';
 
-export { endForgottenBatches, luaContext, normalizeSchema } from './mcp-registry.js';
+export { endForgottenBatches, normalizeSchema } from './mcp-registry.js';
+export { luaContext } from './context.js';
 
 export interface ApiOptions {
   registry: Registry;

@@ -12,6 +12,7 @@ import { RegistryError } from '../registry/errors.js';
 import { toPromptResult, toResourceContents, toToolResult } from '../registry/results.js';
 import type { CallContext, PromptArgument } from '../registry/types.js';
 import { checkFunction, checkString, checkTable, optString, optTable } from './args.js';
+import { luaContext } from './context.js';
 
 export interface RegistryBindingOptions {
   registry: Registry;
@@ -47,18 +48,6 @@ function isEmptyObject(v: unknown): boolean {
 }
 
 /** The `context` table a Lua handler receives (LUA_API §2.1): plain data only. */
-export function luaContext(ctx: CallContext): Record<string, unknown> {
-  const out: Record<string, unknown> = { hub_id: ctx.hub_id };
-  if (ctx.session_uuid !== undefined) out.session_uuid = ctx.session_uuid;
-  if (ctx.agent_name !== undefined) out.agent_name = ctx.agent_name;
-  if (ctx.target !== undefined) out.target = ctx.target;
-  if (ctx.principal !== undefined) out.principal = ctx.principal;
-  if (ctx.plugin !== undefined) out.plugin = ctx.plugin;
-  if (ctx.request_id !== undefined) out.request_id = ctx.request_id;
-  if (ctx.uri !== undefined) out.uri = ctx.uri;
-  return out;
-}
-
 /** The context of a call made from Lua: the caller's table, with the hub's facts filled in. */
 function contextFromLua(value: unknown, registry: Registry, owner: string): CallContext {
   const given =

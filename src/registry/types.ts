@@ -21,6 +21,35 @@ export interface CallContext {
   uri?: string;
   /** Aborted when the caller cancels or goes away. */
   signal?: AbortSignal;
+  /** The client that made the call, for messages back to it while the call runs. */
+  peer?: CallPeer;
+  /**
+   * The caller's view: which owners it may see. Calls a handler makes on the caller's behalf
+   * (execute, mcp.call) pass it on, so they are authorized as if the caller had made them.
+   */
+  filter?: OwnerFilter;
+}
+
+export type LogLevel =
+  'debug' | 'info' | 'notice' | 'warning' | 'error' | 'critical' | 'alert' | 'emergency';
+
+/**
+ * The caller's side of a running call (MCP's server-to-client direction). Transports build it;
+ * handlers use it for progress, log messages, sampling and elicitation.
+ */
+export interface CallPeer {
+  /** Capabilities the client declared (2025: at initialize; 2026: in the request's envelope). */
+  readonly clientCapabilities: Record<string, unknown> | undefined;
+  /** Sends notifications/progress when the request carried a progress token; false if it did not. */
+  progress(progress: number, total?: number, message?: string): boolean;
+  /** Sends notifications/message unless the client's logging/setLevel filters it out. */
+  log(level: LogLevel, data: unknown, logger?: string): void;
+  /**
+   * A request to the client (sampling/createMessage, elicitation/create, roots/list): a server
+   * request in the 2025 eras, an input-required round trip in 2026-07-28. Resolves with the
+   * client's result; rejects when the client cannot or will not answer.
+   */
+  request(method: string, params: Record<string, unknown>): Promise<Record<string, unknown>>;
 }
 
 export interface ContentItem {
