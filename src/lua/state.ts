@@ -82,6 +82,9 @@ export class LuaState {
   private readonly account: number;
   private readonly functionIds: number[] = [];
   private wrapAsyncRef = 0;
+  /** A host function that pushes `pushing`, called under pcall by pushProtected. */
+  private pusherRef = 0;
+  private pushing: unknown[] = [];
   private closed = false;
   private running = 0;
   private closeWhenIdle = false;
@@ -184,6 +187,44 @@ export class LuaState {
     }
     this.wrapAsyncRef = mod._luaL_ref(L, LUA_REGISTRYINDEX);
     mod._lua_settop(L, 0);
+    this.pushHostFunction({
+      raw: (CL) => {
+        const values = this.pushing;
+        if (!mod._lua_checkstack(CL, values.length + 4))
+          throw new LuaError('too many values to pass to Lua');
+        for (const v of values) this.bridge.push(CL, v);
+        return values.length;
+      },
+    });
+    this.pusherRef = mod._luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+
+  /**
+   * Pushes host values onto `thread` inside a protected call on the main thread, then moves
+   * them over: a value larger than the memory ceiling then fails as a Lua memory error, where
+   * an unprotected push would make Lua panic and abort the whole wasm module.
+   */
+  private pushProtected(thread: number, values: unknown[]): void {
+    const { mod, L } = this;
+    const base = mod._lua_gettop(L);
+    const n = values.length;
+    this.pushing = values;
+    mod._lua_rawgeti(L, LUA_REGISTRYINDEX, BigInt(this.pusherRef));
+    const status = mod._lua_pcallk(L, 0, n, 0, 0, 0);
+    this.pushing = [];
+    if (status !== LuaStatus.Ok) {
+      const err =
+        status === LuaStatus.ErrMem
+          ? new LuaLimitError('memory', limitMessage('memory', this.rt.account(this.account).max))
+          : new LuaError(this.rt.mem.readText(L, -1));
+      mod._lua_settop(L, base);
+      throw err;
+    }
+    if (!mod._lua_checkstack(thread, n)) {
+      mod._lua_settop(L, base);
+      throw new LuaError('too many values to pass to Lua');
+    }
+    mod._lua_xmove(L, thread, n);
   }
 
   /** `find_module(name) -> loader, path`, raising "module 'x' not found: ..." otherwise. */
@@ -407,7 +448,7 @@ export class LuaState {
     let onAbort: (() => void) | undefined;
     try {
       mod._lua_rawgeti(thread, LUA_REGISTRYINDEX, BigInt(ref));
-      for (const a of args) this.bridge.push(thread, a);
+      this.pushProtected(thread, args);
       let nargs = args.length;
       // Rejects when the call runs out of time or is cancelled while it waits. Built at the first
       // wait only: most calls never wait, and a timer per call would sit on the tools/call path.
@@ -500,7 +541,7 @@ export class LuaState {
   private pushResume(thread: number, values: unknown[]): number {
     const top = this.mod._lua_gettop(thread);
     try {
-      for (const v of values) this.bridge.push(thread, v);
+      this.pushProtected(thread, values);
       return values.length;
     } catch (err) {
       this.mod._lua_settop(thread, top);

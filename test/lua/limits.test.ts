@@ -168,18 +168,24 @@ describe('memory', () => {
 });
 
 describe('memory: values pushed by the host', () => {
-  // Known bug, not fixed here: call() pushes arguments (and pushResume pushes awaited results)
-  // outside any protected call, so a refused allocation is an unprotected Lua error: Lua panics,
-  // wasm abort()s, and the call rejects with "RuntimeError: Aborted(native code called abort())".
-  it(
-    'an argument larger than the memory ceiling rejects with a memory LuaLimitError',
-    { todo: 'lua panic -> abort()' },
-    async () => {
-      await assert.rejects(
-        run(state, 'local s = ... return #s', ['a'.repeat(9 * MiB)]),
-        isLimit('memory', /at most 8 MiB/),
-      );
-      await recovered();
-    },
-  );
+  // Arguments and awaited results are pushed under a protected call: unprotected, a refused
+  // allocation made Lua panic and wasm abort() ("RuntimeError: Aborted(native code called abort())").
+  it('an argument larger than the memory ceiling rejects with a memory LuaLimitError', async () => {
+    await assert.rejects(
+      run(state, 'local s = ... return #s', ['a'.repeat(9 * MiB)]),
+      isLimit('memory', /at most 8 MiB/),
+    );
+    await recovered();
+  });
+
+  it('an awaited result larger than the ceiling fails in Lua, which can catch it', async () => {
+    state.defineLibrary('big', {
+      get: { fn: () => Promise.resolve('b'.repeat(9 * MiB)), async: true },
+    });
+    const [ok, err] = await run(state, 'return pcall(big.get)');
+    assert.equal(ok, false);
+    assert.match(String(err), /could not pass the result to Lua: .*at most 8 MiB/);
+    await run(state, 'big = nil');
+    await recovered();
+  });
 });
