@@ -17,7 +17,8 @@ export const CALL_LIMITS = {
   depth: 64,
 } as const;
 
-export type CheckedArgs = { ok: true; args: Record<string, unknown> } | { ok: false; reason: string };
+export type CheckedArgs =
+  { ok: true; args: Record<string, unknown> } | { ok: false; reason: string };
 
 function refuse(reason: string): CheckedArgs {
   return { ok: false, reason: `mcp.call refused: ${reason}` };

@@ -38,7 +38,8 @@ export function installTaskWaits(
       async: true,
       fn: (args, call) => {
         const what = args[0];
-        if (typeof what === 'string' && call.typeOf(1) === LuaType.String) return tracker.wait(what);
+        if (typeof what === 'string' && call.typeOf(1) === LuaType.String)
+          return tracker.wait(what);
         if (call.typeOf(1) === LuaType.Table && Array.isArray(what ?? [])) {
           const ids = (what ?? []) as unknown[];
           ids.forEach((id, i) => {

@@ -70,7 +70,8 @@ export function decodeResult(result: ToolResult): unknown {
     .map(imageValueOfItem);
   const text = resultText(result);
   let value: unknown =
-    result.structuredContent ?? (text === '' && pictures.length > 0 ? undefined : parseMaybeJson(text));
+    result.structuredContent ??
+    (text === '' && pictures.length > 0 ? undefined : parseMaybeJson(text));
   if (pictures.length === 0) return value;
   const used = new Set<number>();
   value = restorePictures(value, pictures, used);

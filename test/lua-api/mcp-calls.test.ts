@@ -33,13 +33,19 @@ before(() => {
   registry.addTool('tools', {
     name: 'slow_echo',
     description: 'Waits, then echoes n',
-    inputSchema: { type: 'object', properties: { n: { type: 'integer' }, ms: { type: 'integer' } } },
+    inputSchema: {
+      type: 'object',
+      properties: { n: { type: 'integer' }, ms: { type: 'integer' } },
+    },
     handler: async (args) => {
       active++;
       peak = Math.max(peak, active);
       await new Promise((r) => setTimeout(r, Number(args.ms ?? 100)));
       active--;
-      return { content: [{ type: 'text', text: `n=${String(args.n)}` }], structuredContent: { n: args.n } };
+      return {
+        content: [{ type: 'text', text: `n=${String(args.n)}` }],
+        structuredContent: { n: args.n },
+      };
     },
   });
   registry.addTool('tools', {
@@ -97,7 +103,10 @@ describe('mcp.call, mcp.poll, task.await', () => {
        for i, r in ipairs(results) do out[i] = r.content end
        return out`,
     );
-    assert.deepEqual(out, Array.from({ length: 10 }, (_, i) => `n=${i + 1}`));
+    assert.deepEqual(
+      out,
+      Array.from({ length: 10 }, (_, i) => `n=${i + 1}`),
+    );
     assert.equal(peak, 10, 'all ten calls were in flight at once');
     assert.ok(Date.now() - t0 < 10 * 200, 'the calls overlapped');
   });
@@ -117,10 +126,7 @@ describe('mcp.call, mcp.poll, task.await', () => {
 
   it('answers an unknown id with an error result, and a failing tool with is_error', async () => {
     const s = await scriptState();
-    const [unknown, failed] = await run(
-      s,
-      `return mcp.poll("nope"), task.await(mcp.call("fail"))`,
-    );
+    const [unknown, failed] = await run(s, `return mcp.poll("nope"), task.await(mcp.call("fail"))`);
     assert.deepEqual(unknown, { id: 'nope', is_error: true, content: 'unknown request id: nope' });
     assert.equal((failed as { is_error: boolean }).is_error, true);
     assert.equal((failed as { content: string }).content, 'it broke');
@@ -183,7 +189,10 @@ describe('plugin states', () => {
     const state = await LuaState.create({ name: 'p' });
     states.push(state);
     installApi(state, { registry, owner: 'p', logger: silentLogger });
-    const [r] = await run(state, `return task.await(mcp.call("slow_echo", { n = 1, ms = 1 })).content`);
+    const [r] = await run(
+      state,
+      `return task.await(mcp.call("slow_echo", { n = 1, ms = 1 })).content`,
+    );
     assert.equal(r, 'n=1');
   });
 });
@@ -233,7 +242,11 @@ describe('mcp.call ceilings at the edge', () => {
       const s = await scriptState();
       seen.length = 0;
       const [okResult] = await run(s, `return task.await(mcp.call("record", ${c.at}))`);
-      assert.equal((okResult as { is_error: boolean }).is_error, false, JSON.stringify(okResult).slice(0, 300));
+      assert.equal(
+        (okResult as { is_error: boolean }).is_error,
+        false,
+        JSON.stringify(okResult).slice(0, 300),
+      );
       assert.equal(seen.length, 1, 'the tool ran');
       seen.length = 0;
       const [refused] = await run(s, `return task.await(mcp.call("record", ${c.over}))`);
