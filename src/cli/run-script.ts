@@ -45,6 +45,8 @@ export async function runScript(hub: Hub, opts: RunOptions): Promise<unknown> {
       registry: hub.registry,
       owner: 'script',
       logger: opts.logger.child({ script: opts.file }),
+      // /source/ of a script is the workspace root (LUA_API §1.1): vfs and mcp.image read there.
+      root,
     });
     const ref = state.load(readFileSync(opts.file), `@${opts.file}`);
     const results = await state.call(ref, [], { timeoutMs: opts.timeoutMs });
