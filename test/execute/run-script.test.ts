@@ -26,6 +26,7 @@ describe('moonhub run with the script API', () => {
        for i = 1, 4 do ids[i] = mcp.call("work.slow", { n = i, ms = 50 }) end
        local ns = {}
        for i, r in ipairs(task.await(ids)) do ns[i] = json.decode(r.content).n end
+       notice("fanned out")
        local pic = mcp.image("progressive-7x5.jpg")
        return { ns = ns, echo = tools.use("work.echo", { text = "hi" }), w = pic.width,
                 names = mcp.listTools() }`,
@@ -44,6 +45,7 @@ describe('moonhub run with the script API', () => {
       { encoding: 'utf8' },
     );
     assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /notice: fanned out/);
     const out = JSON.parse(r.stdout) as Record<string, unknown>;
     assert.deepEqual(out.ns, [1, 2, 3, 4]);
     assert.equal(out.echo, 'hi');
