@@ -294,3 +294,31 @@ describe("the caller's view", () => {
     assert.equal((all.structuredContent as { tools: { name: string }[] }).tools[0]!.name, 'vault');
   });
 });
+
+describe("the caller's view over HTTP (the server's filterFor)", () => {
+  it('an execute script reaches only what the client sees', async () => {
+    const scoped = await startHttpServer(registry, {
+      port: 0,
+      filterFor: () => (owner) => owner !== 'secret',
+    });
+    const { client: c } = await connectHttpClient(scoped.url, 'legacy');
+    try {
+      const names = (await c.listTools()).tools.map((t) => t.name);
+      assert.ok(!names.includes('vault'));
+      await assert.rejects(c.callTool({ name: 'vault', arguments: {} }), /Unknown tool: vault/);
+      const r = (await c.callTool({
+        name: 'execute',
+        arguments: {
+          code: `return { task.await(mcp.call("vault")).content, task.await(mcp.call("echo", { text = "seen" })).content }`,
+        },
+      })) as Result;
+      assert.deepEqual((r.structuredContent as { result: string[] }).result, [
+        'Unknown tool: vault',
+        'seen',
+      ]);
+    } finally {
+      await c.close();
+      await scoped.close();
+    }
+  });
+});
