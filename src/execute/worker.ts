@@ -17,6 +17,16 @@ import type { ToolResult } from '../registry/types.js';
 import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
 
 const setup = workerData as WorkerSetup;
+
+const LOG_TO_OUTPUT = `
+log = {}
+for _, level in ipairs({ "debug", "info", "warn", "error" }) do
+  log[level] = function(message, fields)
+    local line = "[" .. level .. "] " .. tostring(message)
+    if fields ~= nil then line = line .. " " .. json.encode(fields) end
+    print(line)
+  end
+end`;
 const port = parentPort!;
 const post = (msg: FromWorker): void => port.postMessage(msg);
 
@@ -74,6 +84,8 @@ async function prepare(): Promise<Prepared> {
   });
   installTask(state);
   installVfs(state, setup.root);
+  // log.* as in plugins, but into the captured output: a script's log is what it reports.
+  state.exec(LOG_TO_OUTPUT, '=[execute log]');
   installScriptApi(state, {
     caller: () => holder.run!.caller,
     root: () => setup.root,

@@ -10,6 +10,7 @@ import { registerCodeMode, type CodeModeBuiltins } from '../../src/execute/index
 import { silentLogger } from '../../src/log.js';
 import { Registry } from '../../src/registry/registry.js';
 import type { ToolResult } from '../../src/registry/types.js';
+import { ROOT } from '../helpers/moonhub-process.js';
 
 let registry: Registry;
 let builtins: CodeModeBuiltins;
@@ -19,7 +20,13 @@ before(() => {
   registry = new Registry({ hubId: 'escape-hub' });
   builtins = registerCodeMode(
     registry,
-    { timeoutMs: 3000, instructions: 100_000_000, memoryBytes: 64 * 1024 * 1024, graceMs: 200 },
+    {
+      timeoutMs: 3000,
+      instructions: 100_000_000,
+      memoryBytes: 64 * 1024 * 1024,
+      graceMs: 200,
+      root: ROOT,
+    },
     silentLogger,
   );
 });
@@ -171,5 +178,17 @@ describe('sandbox escapes against execute', () => {
       'nil',
       'OK',
     ]);
+  });
+});
+
+describe('execute script globals', () => {
+  it('log.* writes to the captured output; vfs reads under /source/', async () => {
+    const r = await execute(
+      `log.info("hello", { n = 1 }) log.warn("careful") return vfs.exists("package.json")`,
+    );
+    assert.deepEqual(r.structuredContent, {
+      result: true,
+      output: '[info] hello {"n":1}\n[warn] careful',
+    });
   });
 });
