@@ -272,3 +272,47 @@ describe('mcp.call ceilings at the edge', () => {
     assert.equal(seen.length, 0);
   });
 });
+
+describe('pictures in plugin results and back through tools.use', () => {
+  const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAcAAAAFCAYAAAB4ka1VAAAAAA==';
+
+  it('a handler returns pictures anywhere; tools.use puts them back where they stood', async () => {
+    const state = await LuaState.create({ name: 'pics' });
+    states.push(state);
+    installApi(state, { registry, owner: 'pics', logger: silentLogger });
+    await run(
+      state,
+      `local p = mcp.image({ data = "${PNG}" })
+       mcp.tool("pics.nested", {}, function() return { a = { p, { b = p } }, n = 2 } end)
+       mcp.tool("pics.items", {}, function() return { p, { type = "text", text = "caption" } } end)
+       mcp.tool("pics.many", {}, function() local t = {} for i = 1, 17 do t[i] = p end return { t = t } end)`,
+    );
+    const nested = await registry.callTool('pics.nested', {}, { hub_id: 'h' });
+    assert.deepEqual(nested.structuredContent, {
+      a: [{ type: 'image', image: 1 }, { b: { type: 'image', image: 2 } }],
+      n: 2,
+    });
+    assert.deepEqual(nested.content.slice(1), [
+      { type: 'image', data: PNG, mimeType: 'image/png' },
+      { type: 'image', data: PNG, mimeType: 'image/png' },
+    ]);
+    const items = await registry.callTool('pics.items', {}, { hub_id: 'h' });
+    assert.deepEqual(items.content, [
+      { type: 'image', data: PNG, mimeType: 'image/png' },
+      { type: 'text', text: 'caption' },
+    ]);
+    const many = await registry.callTool('pics.many', {}, { hub_id: 'h' });
+    assert.equal(many.isError, true);
+    assert.match(String(many.content[0]!.text), /too many pictures: a result carries at most 16/);
+
+    const [back, extra] = await run(
+      state,
+      `local v = tools.use("pics.nested")
+       local text, pics = tools.use("pics.items")
+       return { w = v.a[1].width, h = v.a[2].b.height, mime = v.a[1].mime_type, n = v.n },
+              { text = text, count = #pics, first = pics[1].type }`,
+    );
+    assert.deepEqual(back, { w: 7, h: 5, mime: 'image/png', n: 2 });
+    assert.deepEqual(extra, { text: 'caption', count: 1, first: 'image' });
+  });
+});
