@@ -45,7 +45,10 @@ interface Prepared {
   holder: { run: Run | undefined };
 }
 
-const waiting = new Map<number, { resolve: (r: ToolResult) => void; reject: (e: Error) => void }>();
+const waiting = new Map<
+  number,
+  { run: number; resolve: (r: ToolResult) => void; reject: (e: Error) => void }
+>();
 let nextCall = 1;
 
 function callerFor(run: number, tools: string[]): ToolCaller {
@@ -53,7 +56,7 @@ function callerFor(run: number, tools: string[]): ToolCaller {
     call: (name, args) =>
       new Promise<ToolResult>((resolve, reject) => {
         const call = nextCall++;
-        waiting.set(call, { resolve, reject });
+        waiting.set(call, { run, resolve, reject });
         post({ type: 'call', run, call, name, args });
       }),
     listTools: () => tools,
@@ -144,6 +147,8 @@ async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
     post({ type: 'done', run: msg.run, ok: false, error, output: output() });
   } finally {
     holder.run = undefined;
+    // Calls still out belong to a finished run: their answers will find nobody.
+    for (const [call, w] of waiting) if (w.run === msg.run) waiting.delete(call);
     state.close();
     next = prepare();
   }
