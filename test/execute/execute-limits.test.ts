@@ -13,7 +13,7 @@ import { registerCodeMode, type CodeModeBuiltins } from '../../src/execute/index
 import { silentLogger } from '../../src/log.js';
 import { Registry } from '../../src/registry/registry.js';
 import { startHttpServer, type HttpServerHandle } from '../../src/server/index.js';
-import { connectHttpClient } from '../helpers/mcp-client.js';
+import { connectHttpClient, waitFor } from '../helpers/mcp-client.js';
 import { ROOT } from '../helpers/moonhub-process.js';
 
 type Client = Awaited<ReturnType<typeof connectHttpClient>>['client'];
@@ -29,6 +29,8 @@ let builtins: CodeModeBuiltins;
 let server: HttpServerHandle;
 let client: Client;
 let recorded = 0;
+let blockAborted = 0;
+let blockEntered = 0;
 
 before(async () => {
   registry = new Registry({ hubId: 'limits-hub' });
@@ -55,6 +57,19 @@ before(async () => {
       await new Promise((r) => setTimeout(r, Number(args.ms ?? 100)));
       return { content: [{ type: 'text', text: 'rested' }] };
     },
+  });
+  registry.addTool('tools', {
+    name: 'block',
+    description: 'Waits until its call is aborted',
+    inputSchema: { type: 'object' },
+    handler: (_args, ctx) =>
+      new Promise((resolve) => {
+        blockEntered++;
+        ctx.signal?.addEventListener('abort', () => {
+          blockAborted++;
+          resolve({ content: [{ type: 'text', text: 'aborted' }] });
+        });
+      }),
   });
   registry.addTool('secret', {
     name: 'vault',
@@ -273,7 +288,7 @@ describe("the caller's view", () => {
     assert.equal(s.hidden, 'Unknown tool: vault');
     assert.equal(s.unknown, 'Unknown tool: nope');
     assert.match(String(s.use), /Unknown tool: vault$/);
-    assert.deepEqual(s.names, ['echo', 'nap', 'record', 'search_tools']);
+    assert.deepEqual(s.names, ['block', 'echo', 'nap', 'record', 'search_tools']);
     // Without the filter the same script reaches it.
     const open = await registry.callTool(
       'execute',
@@ -319,6 +334,33 @@ describe("the caller's view over HTTP (the server's filterFor)", () => {
     } finally {
       await c.close();
       await scoped.close();
+    }
+  });
+});
+
+describe('cancellation', () => {
+  it('a cancelled execute call stops its script and aborts the inner calls', async () => {
+    const { client: c } = await connectHttpClient(server.url, 'legacy');
+    try {
+      const ctl = new AbortController();
+      const call = c.callTool(
+        {
+          name: 'execute',
+          arguments: { code: 'tools.use("block") return "never"', timeout_ms: 60_000 },
+        },
+        { signal: ctl.signal },
+      );
+      await waitFor(() => blockEntered === 1, 10_000, 'the script reached its inner call');
+      ctl.abort();
+      await assert.rejects(call);
+      await waitFor(() => blockAborted === 1, 10_000, 'the inner call was aborted');
+      const r = (await c.callTool({
+        name: 'execute',
+        arguments: { code: 'return "next"' },
+      })) as Result;
+      assert.equal((r.structuredContent as { result: string }).result, 'next');
+    } finally {
+      await c.close();
     }
   });
 });
