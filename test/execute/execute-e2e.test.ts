@@ -105,20 +105,26 @@ for (const era of ['legacy', 'modern'] as const) {
       );
       assert.equal(r.isError, undefined, JSON.stringify(r));
       const images = r.content.filter((c) => c.type === 'image');
+      assert.equal(images.length, 3);
+      const s = r.structuredContent as { result: Record<string, unknown> };
+      // Numbering follows the walk of the value (Lua's key order); each placeholder names its own.
+      const shots = s.result.shots as {
+        first: { type: string; image: number };
+        more: [{ type: string; image: number }, { deep: { type: string; image: number } }];
+      };
+      const placed = [shots.first, shots.more[0], shots.more[1].deep];
       assert.deepEqual(
-        images.map((i) => i.mimeType),
+        placed.map((p) => p.type),
+        ['image', 'image', 'image'],
+      );
+      assert.deepEqual(placed.map((p) => p.image).sort(), [1, 2, 3]);
+      assert.deepEqual(
+        placed.map((p) => images[p.image - 1]!.mimeType),
         ['image/png', 'image/jpeg', 'image/webp'],
       );
-      assert.equal(images[0]!.data, b64('rgba-7x5.png'));
-      const s = r.structuredContent as { result: Record<string, unknown> };
-      assert.deepEqual(s.result, {
-        title: 'three',
-        size: '7x5',
-        shots: {
-          first: { type: 'image', image: 1 },
-          more: [{ type: 'image', image: 2 }, { deep: { type: 'image', image: 3 } }],
-        },
-      });
+      assert.equal(images[shots.first.image - 1]!.data, b64('rgba-7x5.png'));
+      assert.equal(s.result.title, 'three');
+      assert.equal(s.result.size, '7x5');
     });
 
     it('search_tools finds tools by words and returns their schemas', async () => {
@@ -172,5 +178,106 @@ describe('the hard stop', () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+describe('limits at their defaults, on the real hub', () => {
+  const MiB = 1024 * 1024;
+  const cases: { name: string; code: string; timeout?: number; reason: RegExp }[] = [
+    {
+      name: 'wall time (timeout_ms)',
+      code: 'task.sleep(5000)',
+      timeout: 200,
+      reason: /^timeout: the call ran longer than its 200 ms limit/,
+    },
+    {
+      name: 'memory',
+      code: `return #string.rep("x", ${100 * MiB})`,
+      reason: /memory limit exceeded: the Lua state may use at most 64 MiB/,
+    },
+    {
+      name: 'output',
+      code: `local line = string.rep("y", 1023) for _ = 1, 1100 do print(line) end`,
+      reason: /output limit exceeded: a script may print at most 1048576 bytes/,
+    },
+    {
+      name: 'result size',
+      code: `return string.rep("z", ${9 * MiB})`,
+      reason:
+        /^result limit exceeded: the returned value is \d+ bytes of JSON; the ceiling is 8388608/,
+    },
+  ];
+  let client: Client;
+  before(async () => {
+    client = (await connectHttpClient(hub.url, 'legacy')).client;
+  });
+  after(() => client.close());
+
+  for (const c of cases) {
+    it(`${c.name}: refused with its named reason while the hub serves other calls`, async () => {
+      const pending = execute(client, c.code, c.timeout);
+      const echo = (await client.callTool({
+        name: 'work.echo',
+        arguments: { text: 'served' },
+      })) as Result;
+      assert.equal(echo.content[0]!.text, 'served');
+      const r = await pending;
+      assert.equal(r.isError, true, JSON.stringify(r).slice(0, 300));
+      assert.match(r.content[0]!.text!, c.reason);
+    });
+  }
+
+  it('calls and their concurrency: past 32 in flight and past 1000 in all are refused', async () => {
+    const r = await execute(
+      client,
+      `local ids = {}
+       for i = 1, 33 do ids[i] = mcp.call("work.slow", { n = i, ms = 300 }) end
+       local res = task.await(ids)
+       local started, refused = 32, nil
+       while true do
+         local one = task.await(mcp.call("work.echo", { text = "x" }))
+         if one.is_error then refused = one.content break end
+         started = started + 1
+       end
+       return { res[32].is_error, res[33].content, started, refused }`,
+    );
+    const [ok32, refused33, started, refused] = (r.structuredContent as { result: unknown[] })
+      .result;
+    assert.equal(ok32, false);
+    assert.match(
+      String(refused33),
+      /^concurrency limit exceeded: at most 32 calls may run at once/,
+    );
+    assert.equal(started, 1000);
+    assert.equal(refused, 'call limit exceeded: a script may start at most 1000 calls');
+  });
+
+  it('every mcp.call ceiling refuses before the tool runs, naming argument, size and ceiling', async () => {
+    const r = await execute(
+      client,
+      `local function deep(n) local t = {} for _ = 1, n do t = { a = t } end return t end
+       local keyed = {} for i = 1, 4097 do keyed["k" .. i] = i end
+       local seq = {} for i = 1, 262145 do seq[i] = i end
+       local out = {}
+       for i, args in ipairs({
+         { text = string.rep("a", 16 * 1024 * 1024 + 1) }, { text = "\\xc3" }, { m = keyed },
+         { l = seq }, { d = deep(64) }, "{oops",
+       }) do
+         out[i] = task.await(mcp.call("work.echo", args)).content
+       end
+       return out`,
+      60_000,
+    );
+    const reasons = (r.structuredContent as { result: string[] }).result;
+    const expected = [
+      /argument 'text' is a string of 16777217 bytes; the ceiling is 16777216 bytes/,
+      /argument 'text' is a string of 1 bytes that is not UTF-8 text/,
+      /argument 'm' is a table with 4097 keyed entries; the ceiling is 4096/,
+      /argument 'l' is a table with 262145 sequence items; the ceiling is 262144/,
+      /argument 'd(\.a){63}' is nested 65 tables deep; the ceiling is 64/,
+      /args is a string of 5 bytes that is not JSON/,
+    ];
+    expected.forEach((re, i) => assert.match(reasons[i]!, re));
+    assert.ok(hub.alive());
   });
 });
