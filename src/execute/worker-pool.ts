@@ -203,7 +203,18 @@ export class ScriptPool {
         return;
       case 'call': {
         const reply = (m: ToWorker) => {
-          if (slot.job?.run === msg.run) slot.worker.postMessage(m);
+          if (slot.job?.run !== msg.run) return;
+          try {
+            slot.worker.postMessage(m);
+          } catch (err) {
+            // A result that cannot be copied to the worker (a JS tool returned a function, say).
+            slot.worker.postMessage({
+              type: 'result',
+              run: msg.run,
+              call: msg.call,
+              error: `the result of '${msg.name}' cannot be passed to the script: ${(err as Error).message}`,
+            } satisfies ToWorker);
+          }
         };
         job.caller.call(msg.name, msg.args).then(
           (result) => reply({ type: 'result', run: msg.run, call: msg.call, result }),

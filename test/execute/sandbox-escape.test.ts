@@ -192,3 +192,25 @@ describe('execute script globals', () => {
     });
   });
 });
+
+describe('execute with JS tools', () => {
+  it('task.spawn overlaps waits; a result that cannot reach the worker is an error, not a crash', async () => {
+    registry.addTool('odd', {
+      name: 'odd',
+      description: 'Returns a function inside its result',
+      inputSchema: { type: 'object' },
+      handler: async () => ({ content: [{ type: 'text', text: 'x', oops: () => 1 }] }),
+    });
+    const r = await value(
+      `local a = task.spawn(function() task.sleep(100) return "a" end)
+       local b = task.spawn(function() task.sleep(100) return "b" end)
+       local both = task.await({ a, b })
+       local odd = task.await(mcp.call("odd"))
+       return { both[1].value .. both[2].value, odd.is_error, odd.content }`,
+    );
+    const [ab, isError, content] = r as [string, boolean, string];
+    assert.equal(ab, 'ab');
+    assert.equal(isError, true);
+    assert.match(content, /the result of 'odd' cannot be passed to the script/);
+  });
+});
