@@ -52,11 +52,16 @@ export function executeHandler(
           data = { text, error: (err as Error).message };
         }
         notices++;
-        if (ctx.peer) {
+        if (!ctx.peer) {
+          logger.info({ source: 'notice', ...data }, text);
+          return;
+        }
+        try {
           ctx.peer.progress(notices, undefined, text);
           ctx.peer.log('info', data, 'execute');
-        } else {
-          logger.info({ source: 'notice', ...data }, text);
+        } catch (err) {
+          // A notice is best effort: a caller that went away must not fail the script.
+          logger.debug({ err }, 'could not send a notice to the caller');
         }
       },
     });
