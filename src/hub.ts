@@ -5,6 +5,7 @@
 import type { Logger } from './log.js';
 import { Registry } from './registry/registry.js';
 import { PluginHost } from './plugins/plugin-host.js';
+import { registerCodeMode, type ExecuteOptions } from './execute/index.js';
 
 export interface HubOptions {
   hubId?: string;
@@ -12,6 +13,8 @@ export interface HubOptions {
   logger: Logger;
   watch?: boolean;
   memoryLimit?: number;
+  /** The `execute` and `search_tools` built-ins and execute's limits; false leaves them out. */
+  execute?: ExecuteOptions | false;
 }
 
 export interface Hub {
@@ -30,5 +33,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     memoryLimit: opts.memoryLimit,
   });
   await plugins.start();
-  return { registry, plugins, stop: () => plugins.stop() };
+  const codeMode =
+    opts.execute === false
+      ? undefined
+      : registerCodeMode(registry, opts.execute ?? {}, opts.logger);
+  return {
+    registry,
+    plugins,
+    stop: async () => {
+      await plugins.stop();
+      await codeMode?.close();
+    },
+  };
 }

@@ -121,7 +121,13 @@ interface RunFlags {
 async function run(file: string, flags: RunFlags): Promise<void> {
   const logger = createLogger(flags.logLevel ?? 'warn');
   const s = settings(flags);
-  const hub = await startHub({ hubId: s.hub_id, pluginDirs: s.dirs, logger, watch: false });
+  const hub = await startHub({
+    hubId: s.hub_id,
+    pluginDirs: s.dirs,
+    logger,
+    watch: false,
+    execute: false,
+  });
   try {
     const value = await runScript(hub, {
       file: resolve(file),

@@ -7,7 +7,8 @@ import { join, resolve, sep } from 'node:path';
 import type { Hub } from '../hub.js';
 import type { Logger } from '../log.js';
 import { LuaState } from '../lua/state.js';
-import { installApi } from '../lua-api/index.js';
+import { installApi, registryCaller } from '../lua-api/index.js';
+import { installNotice } from '../lua-api/notice.js';
 
 export interface RunOptions {
   file: string;
@@ -45,7 +46,16 @@ export async function runScript(hub: Hub, opts: RunOptions): Promise<unknown> {
       registry: hub.registry,
       owner: 'script',
       logger: opts.logger.child({ script: opts.file }),
+      // /source/ of a script is the workspace root (LUA_API §1.1): vfs and mcp.image read there.
+      root,
     });
+    // A script's notices are for the person running it: print them with its other output.
+    const caller = registryCaller({
+      registry: hub.registry,
+      ctx: { hub_id: hub.registry.hubId, plugin: 'script' },
+      notice: (text) => opts.print(`notice: ${text}`),
+    });
+    installNotice(state, () => caller);
     const ref = state.load(readFileSync(opts.file), `@${opts.file}`);
     const results = await state.call(ref, [], { timeoutMs: opts.timeoutMs });
     return results[0] ?? null;

@@ -9,9 +9,13 @@ import { installLog } from './log.js';
 import { installRegistryApi } from './mcp-registry.js';
 import { installTask } from './task.js';
 import { installVfs } from './vfs.js';
+import { installScriptApi } from './script-api.js';
+import { registryCaller } from './tool-caller.js';
 
 export { endForgottenBatches, normalizeSchema } from './mcp-registry.js';
 export { luaContext } from './context.js';
+export { installScriptApi, type ScriptApiOptions } from './script-api.js';
+export { registryCaller, type ToolCaller } from './tool-caller.js';
 
 export interface ApiOptions {
   registry: Registry;
@@ -27,4 +31,11 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
   installTask(state);
   installLog(state, opts.logger);
   installVfs(state, opts.root);
+  // mcp.call & co. in a plugin act with the plugin's own authority (all tools), like call_tool.
+  const caller = registryCaller({
+    registry: opts.registry,
+    ctx: { hub_id: opts.registry.hubId, plugin: opts.owner },
+    notice: (text, params) => opts.logger.info({ source: 'notice', params }, text),
+  });
+  installScriptApi(state, { caller: () => caller, root: () => opts.root });
 }

@@ -26,6 +26,8 @@ export const MAX_DEPTH = 100;
 export interface ReadOptions {
   /** What to do with functions, threads and userdata: throw (default) or read as undefined. */
   opaque?: 'throw' | 'skip';
+  /** Tables nested deeper than this are an error (default MAX_DEPTH). */
+  maxDepth?: number;
 }
 
 export class Bridge {
@@ -172,9 +174,10 @@ export class Bridge {
     seen: Set<number> | undefined,
   ): unknown {
     const mod = this.mod;
-    if (depth >= MAX_DEPTH) {
+    const maxDepth = opts?.maxDepth ?? MAX_DEPTH;
+    if (depth >= maxDepth) {
       throw new BridgeError(
-        `table nested more than ${MAX_DEPTH} levels deep${path ? ` at '${path}'` : ''}`,
+        `table nested more than ${maxDepth} levels deep${path ? ` at '${path}'` : ''}`,
       );
     }
     const ptr = mod._lua_topointer(L, idx);

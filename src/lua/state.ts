@@ -117,6 +117,11 @@ export class LuaState {
     return state;
   }
 
+  /** The wasm module, for raw host functions that read their arguments off the stack. */
+  get module(): LuaModule {
+    return this.mod;
+  }
+
   get memoryUsed(): number {
     return this.rt.account(this.account).used;
   }

@@ -182,7 +182,7 @@ export class Registry {
       return errorResult(`Invalid arguments for tool '${name}': ${problem}`);
     }
     try {
-      return await slot.entry.handler(input, ctx);
+      return await slot.entry.handler(input, withView(ctx, filter));
     } catch (err) {
       return errorResult(err instanceof Error ? err.message : String(err));
     }
@@ -395,6 +395,23 @@ export class Registry {
     for (const r of this.resources.values()) out.add(r.owner);
     return out;
   }
+}
+
+/**
+ * The context a handler gets: the caller's view travels in `ctx.filter`, so calls a handler makes
+ * on the caller's behalf (execute, mcp.call) are authorized the same way. Own getters (the
+ * dispatcher's lazy `signal`) are kept as getters.
+ */
+function withView(ctx: CallContext, filter: OwnerFilter): CallContext {
+  if (filter === undefined || ctx.filter !== undefined) return ctx;
+  const descriptors = Object.getOwnPropertyDescriptors(ctx);
+  return Object.defineProperties(
+    {},
+    {
+      ...descriptors,
+      filter: { value: filter, enumerable: true, writable: true, configurable: true },
+    },
+  ) as CallContext;
 }
 
 export function errorResult(message: string): ToolResult {

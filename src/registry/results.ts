@@ -3,6 +3,7 @@
  * rules of LUA_API §2.2 for tools, and the prompt and resource shapes of §2.
  */
 import { RegistryError } from './errors.js';
+import { extractImages, imageItem, isImageValue } from './result-images.js';
 import type {
   ContentItem,
   PromptMessage,
@@ -38,6 +39,8 @@ function normalizeItem(item: Record<string, unknown>): ContentItem {
     delete out.mime_type;
   }
   if (out.type === 'text' && out.text !== undefined) out.text = asText(out.text);
+  // An image value (mcp.image) used as a content item: only the fields MCP defines.
+  if (isImageValue(out)) return imageItem(out);
   return out as ContentItem;
 }
 
@@ -68,8 +71,12 @@ export function toToolResult(value: unknown): ToolResult {
     if (isPlainObject(structured)) result.structuredContent = structured;
     return result;
   }
-  const result: ToolResult = { content: [{ type: 'text', text: toJsonText(value) }] };
-  if (isPlainObject(value)) result.structuredContent = value;
+  // Pictures anywhere in the value become image items, with placeholders where they stood.
+  const pictures = extractImages(value);
+  const plain = pictures.value;
+  const result: ToolResult = { content: [{ type: 'text', text: toJsonText(plain) }] };
+  if (isPlainObject(plain)) result.structuredContent = plain;
+  result.content.push(...pictures.images);
   return result;
 }
 

@@ -1,0 +1,89 @@
+/**
+ * The `execute` built-in tool (LUA_API §3.6): runs an agent's Lua chunk in a fresh sandboxed
+ * state on a worker thread, seeing exactly the caller's tools, and answers
+ * `structuredContent = {result, output}` with the pictures of the result as image items.
+ */
+import type { Logger } from '../log.js';
+import { registryCaller } from '../lua-api/tool-caller.js';
+import type { Registry } from '../registry/registry.js';
+import { extractImages } from '../registry/result-images.js';
+import { toJsonText } from '../registry/results.js';
+import type { CallContext, ToolResult } from '../registry/types.js';
+import type { ResolvedExecuteOptions } from './options.js';
+import type { ScriptPool } from './worker-pool.js';
+
+export const EXECUTE_OWNER = 'builtin:execute';
+
+export const EXECUTE_DESCRIPTION = `Run a Lua 5.4 script that calls other tools, filters their results and returns only what matters: one round trip instead of many.
+API: mcp.call(name, args) starts a call and returns an id at once; task.await(id) or task.await({id1, id2, ...}) waits and returns {id, is_error, content} (content = the result text); mcp.poll(id) returns nil while running. tools.use(name, args) waits and returns the decoded result (structuredContent or parsed JSON), raising on a tool error. mcp.listTools() names the tools you may call. mcp.image(pathOrBytes) makes a picture you can return. print() output is captured; notice(text) sends a progress message. json.encode/json.decode, string, table, math, utf8 are available; io and os.execute are not.
+The chunk's return value comes back as {result, output}. Example:
+  local ids = {}
+  for _, city in ipairs({"Paris", "Oslo", "Rome"}) do ids[#ids + 1] = mcp.call("weather", {city = city}) end
+  local out = {}
+  for i, r in ipairs(task.await(ids)) do out[i] = r.is_error and "?" or r.content end
+  return out`;
+
+export function executeHandler(
+  registry: Registry,
+  pool: ScriptPool,
+  opts: ResolvedExecuteOptions,
+  logger: Logger,
+) {
+  return async (args: Record<string, unknown>, ctx: CallContext): Promise<ToolResult> => {
+    const code = String(args.code);
+    const timeoutMs = Math.min(
+      typeof args.timeout_ms === 'number' ? args.timeout_ms : opts.timeoutMs,
+      opts.maxTimeoutMs,
+    );
+    const inner = new AbortController();
+    let notices = 0;
+    const caller = registryCaller({
+      registry,
+      ctx,
+      // A script reaches every tool the caller sees except execute itself.
+      hide: (owner) => owner === EXECUTE_OWNER,
+      signal: inner.signal,
+      notice: (text, params) => {
+        let data: Record<string, unknown>;
+        try {
+          const pictures = extractImages(params ?? null);
+          data = { text, params: pictures.value ?? null, images: pictures.images };
+        } catch (err) {
+          data = { text, error: (err as Error).message };
+        }
+        notices++;
+        if (!ctx.peer) {
+          logger.info({ source: 'notice', ...data }, text);
+          return;
+        }
+        try {
+          ctx.peer.progress(notices, undefined, text);
+          ctx.peer.log('info', data, 'execute');
+        } catch (err) {
+          // A notice is best effort: a caller that went away must not fail the script.
+          logger.debug({ err }, 'could not send a notice to the caller');
+        }
+      },
+    });
+    try {
+      const outcome = await pool.run({ code, timeoutMs, caller, signal: ctx.signal });
+      if (!outcome.ok) {
+        const text = outcome.output
+          ? `${outcome.error}\n--- output ---\n${outcome.output}`
+          : outcome.error;
+        return {
+          content: [{ type: 'text', text }],
+          isError: true,
+          structuredContent: { error: outcome.error, output: outcome.output },
+        };
+      }
+      const structured = { result: outcome.result ?? null, output: outcome.output };
+      return {
+        content: [{ type: 'text', text: toJsonText(structured) }, ...outcome.images],
+        structuredContent: structured,
+      };
+    } finally {
+      inner.abort();
+    }
+  };
+}

@@ -1,0 +1,71 @@
+/**
+ * The hub's code-mode built-ins: `execute` (owner `builtin:execute`) and `search_tools` (owner
+ * `builtin:search_tools`), registered in the registry like any plugin's tools so scoping treats
+ * them the same way.
+ */
+import type { Logger } from '../log.js';
+import type { Registry } from '../registry/registry.js';
+import { EXECUTE_DESCRIPTION, EXECUTE_OWNER, executeHandler } from './execute-tool.js';
+import { resolveExecuteOptions, type ExecuteOptions } from './options.js';
+import { SEARCH_DESCRIPTION, SEARCH_OWNER, searchToolsHandler } from './search-tools.js';
+import { ScriptPool } from './worker-pool.js';
+
+export { EXECUTE_OWNER } from './execute-tool.js';
+export { SEARCH_OWNER } from './search-tools.js';
+export type { ExecuteOptions } from './options.js';
+
+export interface CodeModeBuiltins {
+  /** Terminates the script workers. */
+  close(): Promise<void>;
+}
+
+export function registerCodeMode(
+  registry: Registry,
+  options: ExecuteOptions,
+  logger: Logger,
+): CodeModeBuiltins {
+  const opts = resolveExecuteOptions(options);
+  const pool = new ScriptPool(opts);
+  registry.addTool(EXECUTE_OWNER, {
+    name: 'execute',
+    description: EXECUTE_DESCRIPTION,
+    inputSchema: {
+      type: 'object',
+      properties: {
+        code: { type: 'string', description: 'A Lua 5.4 chunk; its return value is the result.' },
+        timeout_ms: {
+          type: 'integer',
+          minimum: 1,
+          maximum: opts.maxTimeoutMs,
+          description: `Wall-time limit in ms (default ${opts.timeoutMs}).`,
+        },
+      },
+      required: ['code'],
+      additionalProperties: false,
+    },
+    annotations: { title: 'Run a Lua script over the tools', openWorldHint: true },
+    handler: executeHandler(registry, pool, opts, logger),
+  });
+  registry.addTool(SEARCH_OWNER, {
+    name: 'search_tools',
+    description: SEARCH_DESCRIPTION,
+    inputSchema: {
+      type: 'object',
+      properties: {
+        query: { type: 'string', description: 'Words to look for in tool names and descriptions.' },
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 50,
+          description: 'At most this many (default 10).',
+        },
+      },
+      required: ['query'],
+      additionalProperties: false,
+    },
+    annotations: { title: 'Search the tools', readOnlyHint: true },
+    handler: searchToolsHandler(registry),
+  });
+  pool.warm();
+  return { close: () => pool.close() };
+}

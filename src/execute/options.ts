@@ -1,0 +1,52 @@
+/**
+ * The limits and sizes of the `execute` tool. Every key is optional; the config file (another
+ * module) passes an object of these. Breaking a limit ends that run with an error naming it.
+ */
+export interface ExecuteOptions {
+  /** Wall time of a run when the call gives no `timeout_ms` (default 30000). */
+  timeoutMs?: number;
+  /** The largest `timeout_ms` a call may ask for (default 300000). */
+  maxTimeoutMs?: number;
+  /** Lua VM instructions one run may execute (default 500 million). */
+  instructions?: number;
+  /** Memory ceiling of a run's Lua state, in bytes (default 64 MiB). */
+  memoryBytes?: number;
+  /** Bytes a run may print (default 1 MiB). */
+  outputBytes?: number;
+  /** Bytes of the JSON of a run's return value (default 8 MiB). */
+  resultBytes?: number;
+  /** Tool calls (and spawned tasks) one run may start (default 1000). */
+  maxCalls?: number;
+  /** Tool calls of one run in flight at once (default 32). */
+  maxConcurrentCalls?: number;
+  /** Scripts that run at once, each in a worker thread of its own (default 2). */
+  workers?: number;
+  /** Runs that may wait for a free worker before a call is turned away (default 64). */
+  maxQueued?: number;
+  /** The folder behind `/source/` in scripts (default: the current directory). */
+  root?: string;
+  /**
+   * After the wall time, how long the worker may take to report its own timeout before it is
+   * terminated (the hard stop for a script stuck in one long library call; default 200 ms).
+   */
+  graceMs?: number;
+}
+
+export type ResolvedExecuteOptions = Required<ExecuteOptions>;
+
+export function resolveExecuteOptions(o: ExecuteOptions = {}): ResolvedExecuteOptions {
+  return {
+    timeoutMs: o.timeoutMs ?? 30_000,
+    maxTimeoutMs: o.maxTimeoutMs ?? 300_000,
+    instructions: o.instructions ?? 500_000_000,
+    memoryBytes: o.memoryBytes ?? 64 * 1024 * 1024,
+    outputBytes: o.outputBytes ?? 1024 * 1024,
+    resultBytes: o.resultBytes ?? 8 * 1024 * 1024,
+    maxCalls: o.maxCalls ?? 1000,
+    maxConcurrentCalls: o.maxConcurrentCalls ?? 32,
+    workers: o.workers ?? 2,
+    maxQueued: o.maxQueued ?? 64,
+    root: o.root ?? process.cwd(),
+    graceMs: o.graceMs ?? 200,
+  };
+}

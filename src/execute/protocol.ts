@@ -1,0 +1,38 @@
+/** The messages between the hub's thread and an execute worker, each tagged with its run. */
+import type { ContentItem, ToolResult } from '../registry/types.js';
+
+/** Fixed for a worker's life (it pre-creates states with these). */
+export interface WorkerSetup {
+  memoryBytes: number;
+  outputBytes: number;
+  resultBytes: number;
+  maxCalls: number;
+  maxConcurrentCalls: number;
+  root: string;
+}
+
+export type ToWorker =
+  | {
+      type: 'run';
+      run: number;
+      code: string;
+      timeoutMs: number;
+      instructions: number;
+      /** The tools the caller may see, for mcp.listTools. */
+      tools: string[];
+    }
+  | { type: 'result'; run: number; call: number; result?: ToolResult; error?: string };
+
+export type FromWorker =
+  | { type: 'started'; run: number }
+  | { type: 'call'; run: number; call: number; name: string; args: Record<string, unknown> }
+  | { type: 'notice'; run: number; text: string; params: unknown }
+  | {
+      type: 'done';
+      run: number;
+      ok: boolean;
+      result?: unknown;
+      images?: ContentItem[];
+      output: string;
+      error?: string;
+    };

@@ -1,0 +1,246 @@
+/**
+ * The worker threads that run execute scripts, one run per worker at a time. Inner tool calls
+ * arrive as messages and are made here, on the hub's thread, through the run's ToolCaller. A run
+ * past its wall time (plus a short grace for the worker to report it itself) gets a hard stop:
+ * the worker is terminated and replaced, and the hub never waits on a stuck script.
+ */
+import { Worker } from 'node:worker_threads';
+import type { ToolCaller } from '../lua-api/tool-caller.js';
+import type { ContentItem } from '../registry/types.js';
+import type { ResolvedExecuteOptions } from './options.js';
+import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
+
+export interface ScriptJob {
+  code: string;
+  timeoutMs: number;
+  caller: ToolCaller;
+  signal?: AbortSignal;
+}
+
+export type ScriptOutcome =
+  | { ok: true; result: unknown; images: ContentItem[]; output: string }
+  | { ok: false; error: string; output: string };
+
+interface Slot {
+  worker: Worker;
+  job:
+    | {
+        run: number;
+        finish: (o: ScriptOutcome) => void;
+        caller: ToolCaller;
+        started: () => void;
+      }
+    | undefined;
+}
+
+const WORKER_URL = new URL('./worker.js', import.meta.url);
+/** How long a worker may take to load its Lua module and start a run. */
+const START_LIMIT_MS = 30_000;
+
+export class ScriptPool {
+  private readonly slots: Slot[] = [];
+  private readonly queue: {
+    job: ScriptJob;
+    start: (slot: Slot) => void;
+    resolve: (o: ScriptOutcome) => void;
+  }[] = [];
+  private nextRun = 1;
+  private closed = false;
+  private readonly setup: WorkerSetup;
+
+  constructor(private readonly opts: ResolvedExecuteOptions) {
+    this.setup = {
+      memoryBytes: opts.memoryBytes,
+      outputBytes: opts.outputBytes,
+      resultBytes: opts.resultBytes,
+      maxCalls: opts.maxCalls,
+      maxConcurrentCalls: opts.maxConcurrentCalls,
+      root: opts.root,
+    };
+  }
+
+  /** Runs a script; never rejects (every failure is an outcome naming it). */
+  run(job: ScriptJob): Promise<ScriptOutcome> {
+    if (this.closed) return Promise.resolve(failed('the hub is shutting down'));
+    return new Promise<ScriptOutcome>((resolve) => {
+      const start = (slot: Slot) => this.start(slot, job, resolve);
+      const free = this.slots.find((s) => s.job === undefined);
+      if (free) return start(free);
+      if (this.slots.length < this.opts.workers) return start(this.spawn());
+      if (this.queue.length >= this.opts.maxQueued) {
+        return resolve(
+          failed(
+            `execute is busy: ${this.opts.workers} scripts are running and ${this.queue.length} are waiting; try again later`,
+          ),
+        );
+      }
+      const entry = { job, start, resolve };
+      this.queue.push(entry);
+      job.signal?.addEventListener(
+        'abort',
+        () => {
+          const i = this.queue.indexOf(entry);
+          if (i >= 0) {
+            this.queue.splice(i, 1);
+            resolve(failed('the call was cancelled'));
+          }
+        },
+        { once: true },
+      );
+    });
+  }
+
+  /** Starts one worker ahead of the first run, so that run does not wait for a module load. */
+  warm(): void {
+    if (!this.closed && this.slots.length === 0) this.spawn();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const q of this.queue.splice(0)) q.resolve(failed('the hub is shutting down'));
+    await Promise.allSettled(this.slots.map((s) => s.worker.terminate()));
+    this.slots.length = 0;
+  }
+
+  private spawn(): Slot {
+    const worker = new Worker(WORKER_URL, {
+      workerData: this.setup,
+      // The worker never writes to stdout (it may carry MCP over stdio); anything it does write
+      // goes to stderr with the logs.
+      stdout: true,
+      resourceLimits: { maxOldGenerationSizeMb: 256 },
+    });
+    worker.stdout.pipe(process.stderr);
+    worker.unref();
+    const slot: Slot = { worker, job: undefined };
+    worker.on('message', (msg: FromWorker) => this.onMessage(slot, msg));
+    worker.on('error', (err) => this.onExit(slot, `the script's worker failed: ${err.message}`));
+    worker.on('exit', () => this.onExit(slot, "the script's worker stopped"));
+    this.slots.push(slot);
+    return slot;
+  }
+
+  private start(slot: Slot, job: ScriptJob, resolve: (o: ScriptOutcome) => void): void {
+    const run = this.nextRun++;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const finish = (outcome: ScriptOutcome) => {
+      if (slot.job?.run !== run) return;
+      slot.job = undefined;
+      clearTimeout(timer);
+      if (onAbort) job.signal?.removeEventListener('abort', onAbort);
+      resolve(outcome);
+      this.next(slot);
+    };
+    // The hard stop, armed when the worker starts the run (a fresh worker first loads its wasm
+    // module): a run that has not reported by its deadline plus grace is stuck in C.
+    const started = () => {
+      clearTimeout(timer);
+      timer = setTimeout(
+        () =>
+          this.kill(
+            slot,
+            `timeout: the script ran longer than its ${job.timeoutMs} ms limit and was stopped hard (it was stuck in one long library call, such as a backtracking pattern match)`,
+          ),
+        job.timeoutMs + this.opts.graceMs,
+      );
+    };
+    slot.job = { run, finish, caller: job.caller, started };
+    timer = setTimeout(
+      () => this.kill(slot, `the script's worker did not start within ${START_LIMIT_MS} ms`),
+      START_LIMIT_MS,
+    );
+    if (job.signal) {
+      onAbort = () => this.kill(slot, 'the call was cancelled');
+      if (job.signal.aborted) return onAbort();
+      job.signal.addEventListener('abort', onAbort, { once: true });
+    }
+    const msg: ToWorker = {
+      type: 'run',
+      run,
+      code: job.code,
+      timeoutMs: job.timeoutMs,
+      instructions: this.opts.instructions,
+      tools: job.caller.listTools(),
+    };
+    slot.worker.postMessage(msg);
+  }
+
+  /** Ends the slot's run with `reason` and replaces its worker. */
+  private kill(slot: Slot, reason: string): void {
+    const job = slot.job;
+    const i = this.slots.indexOf(slot);
+    if (i >= 0) this.slots.splice(i, 1);
+    slot.worker.removeAllListeners('exit');
+    slot.worker.removeAllListeners('error');
+    slot.worker.on('error', () => undefined);
+    void slot.worker.terminate();
+    job?.finish(failed(reason));
+    // The finish above handed the queue to nothing (the slot is gone): start a new worker for it.
+    if (this.queue.length > 0 && !this.closed) this.next(this.spawn());
+  }
+
+  private onExit(slot: Slot, reason: string): void {
+    const i = this.slots.indexOf(slot);
+    if (i < 0) return;
+    this.slots.splice(i, 1);
+    slot.job?.finish(failed(reason));
+    if (this.queue.length > 0 && !this.closed) this.next(this.spawn());
+  }
+
+  private next(slot: Slot): void {
+    if (slot.job !== undefined || !this.slots.includes(slot)) return;
+    const q = this.queue.shift();
+    if (q) q.start(slot);
+  }
+
+  private onMessage(slot: Slot, msg: FromWorker): void {
+    const job = slot.job;
+    if (!job || msg.run !== job.run) return;
+    switch (msg.type) {
+      case 'started':
+        job.started();
+        return;
+      case 'call': {
+        const reply = (m: ToWorker) => {
+          if (slot.job?.run !== msg.run) return;
+          try {
+            slot.worker.postMessage(m);
+          } catch (err) {
+            // A result that cannot be copied to the worker (a JS tool returned a function, say).
+            slot.worker.postMessage({
+              type: 'result',
+              run: msg.run,
+              call: msg.call,
+              error: `the result of '${msg.name}' cannot be passed to the script: ${(err as Error).message}`,
+            } satisfies ToWorker);
+          }
+        };
+        job.caller.call(msg.name, msg.args).then(
+          (result) => reply({ type: 'result', run: msg.run, call: msg.call, result }),
+          (err: unknown) =>
+            reply({
+              type: 'result',
+              run: msg.run,
+              call: msg.call,
+              error: err instanceof Error ? err.message : String(err),
+            }),
+        );
+        return;
+      }
+      case 'notice':
+        job.caller.notice(msg.text, msg.params);
+        return;
+      case 'done':
+        job.finish(
+          msg.ok
+            ? { ok: true, result: msg.result, images: msg.images ?? [], output: msg.output }
+            : { ok: false, error: msg.error ?? 'the script failed', output: msg.output },
+        );
+    }
+  }
+}
+
+function failed(error: string): ScriptOutcome {
+  return { ok: false, error, output: '' };
+}

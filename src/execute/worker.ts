@@ -1,0 +1,167 @@
+/**
+ * An execute worker thread: its own wasm Lua module, one fresh sandboxed state per run (made
+ * ahead of time, never reused), the script API bound to the hub's thread through messages. The
+ * hub terminates the thread when a run overstays its wall time (a long C call cannot be stopped
+ * from inside); every other limit ends the run here with a clear error.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { LuaError, LuaArgumentError } from '../lua/errors.js';
+import { LuaState } from '../lua/state.js';
+import { installScriptApi } from '../lua-api/script-api.js';
+import { installTask } from '../lua-api/task.js';
+import { installVfs } from '../lua-api/vfs.js';
+import type { ToolCaller } from '../lua-api/tool-caller.js';
+import { extractImages } from '../registry/result-images.js';
+import { toJsonText } from '../registry/results.js';
+import type { ToolResult } from '../registry/types.js';
+import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
+
+const setup = workerData as WorkerSetup;
+
+const LOG_TO_OUTPUT = `
+log = {}
+for _, level in ipairs({ "debug", "info", "warn", "error" }) do
+  log[level] = function(message, fields)
+    local line = "[" .. level .. "] " .. tostring(message)
+    if fields ~= nil then line = line .. " " .. json.encode(fields) end
+    print(line)
+  end
+end`;
+const port = parentPort!;
+const post = (msg: FromWorker): void => port.postMessage(msg);
+
+interface Run {
+  id: number;
+  caller: ToolCaller;
+  output: string[];
+  outputBytes: number;
+  outputExceeded: string | undefined;
+  deadline: number;
+  instructions: number;
+}
+
+interface Prepared {
+  state: LuaState;
+  holder: { run: Run | undefined };
+}
+
+const waiting = new Map<
+  number,
+  { run: number; resolve: (r: ToolResult) => void; reject: (e: Error) => void }
+>();
+let nextCall = 1;
+
+function callerFor(run: number, tools: string[]): ToolCaller {
+  return {
+    call: (name, args) =>
+      new Promise<ToolResult>((resolve, reject) => {
+        const call = nextCall++;
+        waiting.set(call, { run, resolve, reject });
+        post({ type: 'call', run, call, name, args });
+      }),
+    listTools: () => tools,
+    notice: (text, params) => post({ type: 'notice', run, text, params }),
+  };
+}
+
+function print(holder: Prepared['holder'], text: string): void {
+  const run = holder.run;
+  if (!run) return;
+  if (run.outputExceeded) throw new LuaArgumentError(run.outputExceeded);
+  const bytes = Buffer.byteLength(text, 'utf8') + 1;
+  if (run.outputBytes + bytes > setup.outputBytes) {
+    run.outputExceeded = `output limit exceeded: a script may print at most ${setup.outputBytes} bytes`;
+    throw new LuaArgumentError(run.outputExceeded);
+  }
+  run.outputBytes += bytes;
+  run.output.push(text);
+}
+
+async function prepare(): Promise<Prepared> {
+  const holder: Prepared['holder'] = { run: undefined };
+  const state = await LuaState.create({
+    name: 'execute',
+    memoryLimit: setup.memoryBytes,
+    print: (text) => print(holder, text),
+    findModule: (name) => `module '${name}' not found: execute scripts cannot require modules`,
+  });
+  installTask(state);
+  installVfs(state, setup.root);
+  // log.* as in plugins, but into the captured output: a script's log is what it reports.
+  state.exec(LOG_TO_OUTPUT, '=[execute log]');
+  installScriptApi(state, {
+    caller: () => holder.run!.caller,
+    root: () => setup.root,
+    limits: { maxCalls: setup.maxCalls, maxConcurrent: setup.maxConcurrentCalls },
+    spawnLimits: () => ({
+      timeoutMs: Math.max(1, (holder.run?.deadline ?? 0) - performance.now()),
+      instructions: holder.run?.instructions,
+    }),
+  });
+  return { state, holder };
+}
+
+let next: Promise<Prepared> = prepare();
+
+async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
+  const prepared = await next;
+  const { state, holder } = prepared;
+  // The wall time starts now, here and in the hub's hard-stop timer.
+  post({ type: 'started', run: msg.run });
+  const run: Run = {
+    id: msg.run,
+    caller: callerFor(msg.run, msg.tools),
+    output: [],
+    outputBytes: 0,
+    outputExceeded: undefined,
+    deadline: performance.now() + msg.timeoutMs,
+    instructions: msg.instructions,
+  };
+  holder.run = run;
+  const output = () => run.output.join('\n');
+  try {
+    const ref = state.load(msg.code, '=execute');
+    const [value] = await state.call(ref, [], {
+      timeoutMs: msg.timeoutMs,
+      instructions: msg.instructions,
+    });
+    if (run.outputExceeded) throw new LuaError(run.outputExceeded);
+    const pictures = extractImages(value ?? null);
+    const size = Buffer.byteLength(toJsonText(pictures.value), 'utf8');
+    if (size > setup.resultBytes) {
+      throw new LuaError(
+        `result limit exceeded: the returned value is ${size} bytes of JSON; the ceiling is ${setup.resultBytes}`,
+      );
+    }
+    post({
+      type: 'done',
+      run: msg.run,
+      ok: true,
+      result: pictures.value,
+      images: pictures.images,
+      output: output(),
+    });
+  } catch (err) {
+    let error = err instanceof Error ? err.message : String(err);
+    if (run.outputExceeded && !error.includes('output limit exceeded')) error = run.outputExceeded;
+    post({ type: 'done', run: msg.run, ok: false, error, output: output() });
+  } finally {
+    holder.run = undefined;
+    // Calls still out belong to a finished run: their answers will find nobody.
+    for (const [call, w] of waiting) if (w.run === msg.run) waiting.delete(call);
+    state.close();
+    next = prepare();
+  }
+}
+
+port.on('message', (msg: ToWorker) => {
+  if (msg.type === 'run') {
+    void execute(msg);
+  } else if (msg.type === 'result') {
+    const w = waiting.get(msg.call);
+    if (!w) return;
+    waiting.delete(msg.call);
+    if (msg.error !== undefined) w.reject(new Error(msg.error));
+    else w.resolve(msg.result as ToolResult);
+  }
+});

@@ -1,0 +1,161 @@
+/**
+ * The calls a Lua state has started with `mcp.call` (and tasks with `task.spawn`): their ids,
+ * results, and the per-state limits on how many may be started and how many may run at once.
+ * `mcp.poll` reads it, `task.await` waits on it.
+ */
+import type { ToolResult } from '../registry/types.js';
+import type { ToolCaller } from './tool-caller.js';
+
+/** What `mcp.poll` and `task.await` hand back for a finished call. */
+export interface PollResult {
+  id: string;
+  is_error: boolean;
+  content: string;
+  /** A spawned task's first return value. */
+  value?: unknown;
+}
+
+export interface CallTrackerLimits {
+  /** Calls (and spawned tasks) one state may start in all; unlimited when absent. */
+  maxCalls?: number;
+  /** Calls that may run at once; unlimited when absent. */
+  maxConcurrent?: number;
+}
+
+interface Entry {
+  done: PollResult | undefined;
+  result: ToolResult | undefined;
+  promise: Promise<PollResult>;
+}
+
+/** Finished results kept for a state without a call limit (a plugin): the newest ones. */
+const KEEP_FINISHED = 1024;
+
+/** The text of a result: its text items joined, or the JSON of structuredContent. */
+export function resultText(result: ToolResult): string {
+  const texts = result.content
+    .filter((c) => c.type === 'text' && typeof c.text === 'string')
+    .map((c) => c.text as string);
+  if (texts.length > 0) return texts.join('\n');
+  if (result.structuredContent !== undefined) return JSON.stringify(result.structuredContent);
+  return '';
+}
+
+export class CallTracker {
+  private readonly entries = new Map<string, Entry>();
+  private started = 0;
+  private running = 0;
+  private nextId = 1;
+
+  constructor(
+    private readonly caller: () => ToolCaller,
+    private readonly limits: CallTrackerLimits = {},
+  ) {}
+
+  /** Why a new call may not start now, or undefined. */
+  private refusal(): string | undefined {
+    const { maxCalls, maxConcurrent } = this.limits;
+    if (maxCalls !== undefined && this.started >= maxCalls) {
+      return `call limit exceeded: a script may start at most ${maxCalls} calls`;
+    }
+    if (maxConcurrent !== undefined && this.running >= maxConcurrent) {
+      return `concurrency limit exceeded: at most ${maxConcurrent} calls may run at once (wait for some with task.await before starting more)`;
+    }
+    return undefined;
+  }
+
+  /** Starts a tool call, or records a refusal; returns the request id either way. */
+  start(name: string, args: Record<string, unknown> | undefined, refused?: string): string {
+    const reason = refused ?? this.refusal();
+    if (reason === undefined) this.started++;
+    return this.track('call', async () => {
+      if (reason !== undefined) return { error: reason };
+      this.running++;
+      try {
+        return { result: await this.caller().call(name, args ?? {}) };
+      } catch (err) {
+        return { error: err instanceof Error ? err.message : String(err) };
+      } finally {
+        this.running--;
+      }
+    });
+  }
+
+  /** Tracks a spawned task (its promise yields the function's first value or throws). */
+  spawn(run: () => Promise<unknown>): string | { refused: string } {
+    const reason = this.refusal();
+    if (reason !== undefined) return { refused: reason };
+    this.started++;
+    return this.track('task', async () => {
+      this.running++;
+      try {
+        return { value: await run() };
+      } catch (err) {
+        return { error: err instanceof Error ? err.message : String(err) };
+      } finally {
+        this.running--;
+      }
+    });
+  }
+
+  private track(
+    kind: string,
+    work: () => Promise<{ result?: ToolResult; error?: string; value?: unknown }>,
+  ): string {
+    const id = `${kind}-${this.nextId++}`;
+    const entry: Entry = {
+      done: undefined,
+      result: undefined,
+      promise: work().then((out) => {
+        let done: PollResult;
+        if (out.error !== undefined) {
+          done = { id, is_error: true, content: out.error };
+        } else if (out.result !== undefined) {
+          entry.result = out.result;
+          done = { id, is_error: out.result.isError === true, content: resultText(out.result) };
+        } else {
+          done = { id, is_error: false, content: '', value: out.value };
+        }
+        entry.done = done;
+        this.forgetOld();
+        return done;
+      }),
+    };
+    this.entries.set(id, entry);
+    return id;
+  }
+
+  private forgetOld(): void {
+    if (this.limits.maxCalls !== undefined || this.entries.size <= KEEP_FINISHED) return;
+    for (const [id, e] of this.entries) {
+      if (this.entries.size <= KEEP_FINISHED) break;
+      if (e.done) this.entries.delete(id);
+    }
+  }
+
+  private unknown(id: string): PollResult {
+    return { id, is_error: true, content: `unknown request id: ${id}` };
+  }
+
+  /** The finished result, undefined while running; an unknown id is an error result. */
+  poll(id: string): PollResult | undefined {
+    const e = this.entries.get(id);
+    if (!e) return this.unknown(id);
+    return e.done;
+  }
+
+  wait(id: string): Promise<PollResult> {
+    const e = this.entries.get(id);
+    return e ? e.promise : Promise.resolve(this.unknown(id));
+  }
+
+  /** The full tool result of a finished call (tools.use decodes it). */
+  result(id: string): ToolResult | undefined {
+    return this.entries.get(id)?.result;
+  }
+
+  /** Calls not yet finished. */
+  get inFlight(): number {
+    return this.running;
+  }
+}

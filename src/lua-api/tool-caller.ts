@@ -1,0 +1,48 @@
+/**
+ * What a Lua state's `mcp.call`, `tools.use`, `mcp.listTools` and `notice` talk to: the tools one
+ * caller may use. A plugin or `moonhub run` script reaches the registry directly; an `execute`
+ * script reaches it through its worker's message port (src/execute/).
+ */
+import type { Registry } from '../registry/registry.js';
+import type { CallContext, OwnerFilter, ToolResult } from '../registry/types.js';
+
+export interface ToolCaller {
+  /**
+   * Calls a tool on the caller's behalf. A tool the caller may not see is refused exactly like
+   * an unknown one (a rejected promise whose message is `Unknown tool: NAME`).
+   */
+  call(name: string, args: Record<string, unknown>): Promise<ToolResult>;
+  /** Names of the tools the caller may see, sorted. */
+  listTools(): string[];
+  /** A progress/log message to the caller; dropped (or logged) when there is no caller to tell. */
+  notice(text: string, params: unknown): void;
+}
+
+/** Owners whose tools a script must not reach even when the caller sees them. */
+export type OwnerGuard = (owner: string) => boolean;
+
+export interface RegistryCallerOptions {
+  registry: Registry;
+  /** The context each inner call carries (who is calling); `filter` is the caller's view. */
+  ctx: CallContext;
+  /** Tools of these owners are hidden from the script (execute hides itself). */
+  hide?: OwnerGuard;
+  /** Cancels inner calls when the script ends. */
+  signal?: AbortSignal;
+  notice?: (text: string, params: unknown) => void;
+}
+
+/** A caller over the registry, seeing exactly what `ctx.filter` lets it see. */
+export function registryCaller(opts: RegistryCallerOptions): ToolCaller {
+  const { registry, ctx, hide, signal } = opts;
+  const outer = ctx.filter;
+  const view: OwnerFilter =
+    hide === undefined ? outer : (owner) => !hide(owner) && (outer === undefined || outer(owner));
+  const inner: CallContext = { ...ctx, filter: view };
+  if (signal !== undefined) inner.signal = signal;
+  return {
+    call: (name, args) => registry.callTool(name, args, inner, view),
+    listTools: () => registry.listTools(view).map((t) => t.name),
+    notice: (text, params) => opts.notice?.(text, params),
+  };
+}
