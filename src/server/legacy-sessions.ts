@@ -52,6 +52,10 @@ export class LegacySessionStore {
     return session;
   }
 
+  values(): IterableIterator<LegacySession> {
+    return this.sessions.values();
+  }
+
   /** Looks a session up and marks it active. */
   touch(id: string): LegacySession | undefined {
     const s = this.sessions.get(id);
@@ -87,6 +91,10 @@ export class LegacySessionStore {
   private endSession(s: LegacySession): void {
     for (const ctl of s.inflight.values()) ctl.abort(new Error('session ended'));
     s.inflight.clear();
+    if (s.outgoing) {
+      for (const pending of s.outgoing.values()) pending.reject(new Error('session ended'));
+      s.outgoing.clear();
+    }
     s.stream?.end();
     s.stream = undefined;
   }
