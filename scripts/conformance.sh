@@ -79,7 +79,7 @@ for run in $runs; do
   total="$(grep -E '^Total: ' "$out" | tail -1 || true)"
   echo "$total"
   summary="$summary$label: ${total:-no total (exit $rc)}"$'\n'
-  if [ "$rc" -ne 0 ] || ! grep -qE '^Total: [0-9]+ passed, 0 failed' "$out"; then
+  if [ "$rc" -ne 0 ] || ! grep -qE "^(Total: [0-9]+ passed, 0 failed|Passed: [0-9]+/[0-9]+, 0 failed)" "$out"; then
     status=1
     echo "--- failures ($out)"
     grep -E -B2 -A8 'FAILURE|✗' "$out" | head -200 || true
