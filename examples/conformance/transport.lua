@@ -63,3 +63,11 @@ mcp.tool("test_trigger_prompt_change", {
   end
   return "Mutation triggered"
 end)
+
+mcp.tool("test_reconnection", {
+  description = "Lets go of the client's connection mid-call; the client reconnects for the answer",
+}, function(_, context)
+  context.poll_later(500)
+  task.sleep(100)
+  return "Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure."
+end)

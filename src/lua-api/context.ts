@@ -2,7 +2,7 @@
  * The context table a Lua handler receives as its second argument (LUA_API §2.1): who is
  * calling (plain data), plus functions that talk back to the caller while the call runs:
  * `context.progress`, `context.log`, `context.elicit`, `context.sample`, `context.list_roots`,
- * `context.input`, and the lazily read `context.client_capabilities`.
+ * `context.input`, `context.poll_later`, and the lazily read `context.client_capabilities`.
  *
  * The functions are not copied into every table: one shared metatable per state answers their
  * lookup with a closure bound to the table's `call_id`, which names the live call on the JS
@@ -70,7 +70,7 @@ local rawget = rawget
 local caps = lib.caps
 local bound = {
   progress = lib.progress, log = lib.log, elicit = lib.elicit, sample = lib.sample,
-  list_roots = lib.list_roots, input = lib.input,
+  list_roots = lib.list_roots, input = lib.input, poll_later = lib.poll_later,
 }
 lib.register({
   __index = function(t, k)
@@ -110,7 +110,9 @@ export function installContext(state: LuaState): void {
   const keyFor = (c: LiveCall, kind: string, given: unknown, fname: string): string => {
     if (given !== undefined) {
       if (typeof given !== 'string' || given === '') {
-        throw new LuaArgumentError(`bad argument #1 to '${fname}' (key must be a non-empty string)`);
+        throw new LuaArgumentError(
+          `bad argument #1 to '${fname}' (key must be a non-empty string)`,
+        );
       }
       return given;
     }
@@ -191,6 +193,18 @@ export function installContext(state: LuaState): void {
         }
         c.ctx.peer?.log(level as LogLevel, data, logger);
         return undefined;
+      },
+    },
+    poll_later: {
+      fn: (args) => {
+        const c = live(args[0], 'poll_later');
+        const ms = args[1] ?? 1000;
+        if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
+          throw new LuaArgumentError(
+            `bad argument #1 to 'poll_later' (milliseconds >= 0 or nil expected, got ${typeName(ms)})`,
+          );
+        }
+        return c.ctx.peer?.pollLater?.(Math.round(ms)) ?? false;
       },
     },
     elicit: {

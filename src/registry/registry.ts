@@ -103,7 +103,7 @@ export class Registry {
       const entry = this.resources.get(ref.uri);
       if (entry && (!filter || filter(entry.owner))) handler = entry.complete;
     }
-    if (!handler) return { values: [] };
+    if (!handler) return { values: [], total: 0, hasMore: false };
     return handler(argument, value, context, ctx);
   }
 

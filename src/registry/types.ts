@@ -54,6 +54,11 @@ export interface CallPeer {
     params: Record<string, unknown>,
     opts?: PeerRequestOptions,
   ): Promise<Record<string, unknown>>;
+  /**
+   * Lets go of the client's connection while the call goes on (SSE polling, 2025-11-25 HTTP);
+   * the client reconnects after `retryMs` and receives the rest. False when it cannot.
+   */
+  pollLater?(retryMs: number): boolean;
 }
 
 export interface PeerRequestOptions {

@@ -29,4 +29,3 @@ export class LazyAbort implements Abortable {
 
   protected created(_ctl: AbortController): void {}
 }
-

@@ -10,12 +10,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { CallPeer, LogLevel, PeerRequestOptions } from '../registry/types.js';
 import { LazyAbort } from './abort.js';
 import type { RequestScope, SessionState } from './dispatcher.js';
-import {
-  INVALID_PARAMS,
-  RpcError,
-  isPlainObject,
-  serializeNotification,
-} from './jsonrpc.js';
+import { INVALID_PARAMS, RpcError, isPlainObject, serializeNotification } from './jsonrpc.js';
 import { LOG_LEVEL_META_KEY } from './protocol.js';
 
 /**
@@ -30,6 +25,11 @@ export class RequestChannel extends LazyAbort {
 
   /** Writes one serialised message on this request's stream; false when it has none. */
   send(_json: string): boolean {
+    return false;
+  }
+
+  /** Lets go of the client's connection until it reconnects; false when it cannot resume. */
+  pollLater(_retryMs: number): boolean {
     return false;
   }
 }
@@ -67,8 +67,8 @@ export class RequestPeer implements CallPeer {
     private readonly scope: RequestScope,
     private readonly params: Record<string, unknown>,
     private readonly channel: RequestChannel | undefined,
-    /** 2026-07-28: `method` + name the request state is bound to. */
-    private readonly binding: string,
+    /** The request's method (its input round's state is bound to it and the name). */
+    private readonly method: string,
   ) {}
 
   get clientCapabilities(): Record<string, unknown> | undefined {
@@ -104,6 +104,10 @@ export class RequestPeer implements CallPeer {
     this.channel?.send(serializeNotification('notifications/message', params));
   }
 
+  pollLater(retryMs: number): boolean {
+    return this.channel?.pollLater(retryMs) ?? false;
+  }
+
   request(
     method: string,
     params: Record<string, unknown>,
@@ -120,10 +124,16 @@ export class RequestPeer implements CallPeer {
     }
     if (this.scope.era === 'modern') {
       const key = opts?.key ?? `input_${++this.inputSeq}`;
-      if (this.channel === undefined) {
-        return Promise.reject(new Error('this request cannot carry input requests'));
+      if (this.channel === undefined || !INPUT_METHODS.has(this.method)) {
+        return Promise.reject(
+          new Error('only tools/call, prompts/get and resources/read may ask the client for input'),
+        );
       }
-      this.channel.round ??= new InputRound(this.binding, {}, this.channel);
+      this.channel.round ??= new InputRound(
+        inputBinding(this.method, this.params),
+        {},
+        this.channel,
+      );
       return this.channel.round.ask(key, method, params);
     }
     return this.legacyRequest(method, params);
@@ -201,6 +211,18 @@ export function settleOutgoing(session: SessionState, msg: Record<string, unknow
 
 // ---- 2026-07-28 multi-round-trip input ------------------------------------------------------
 
+/** Methods whose results may be `input_required` (SEP-2322). */
+export const INPUT_METHODS: ReadonlySet<string> = new Set([
+  'tools/call',
+  'prompts/get',
+  'resources/read',
+]);
+
+/** What a request state is bound to: the method and the tool, prompt or resource it names. */
+export function inputBinding(method: string, params: Record<string, unknown>): string {
+  return method + ' ' + String(method === 'resources/read' ? params.uri : params.name);
+}
+
 /** Signs request states; a restart makes old states fail their check, as they should. */
 const STATE_KEY = randomBytes(32);
 
@@ -273,7 +295,8 @@ export function resumeRound(
   const known: Record<string, unknown> = {};
   const state = params.requestState;
   if (state !== undefined) {
-    if (typeof state !== 'string') throw new RpcError(INVALID_PARAMS, 'requestState must be a string');
+    if (typeof state !== 'string')
+      throw new RpcError(INVALID_PARAMS, 'requestState must be a string');
     const dot = state.lastIndexOf('.');
     const payload = dot > 0 ? state.slice(0, dot) : '';
     const mac = Buffer.from(dot > 0 ? state.slice(dot + 1) : '');
@@ -307,4 +330,3 @@ export function resumeRound(
   }
   return new InputRound(binding, known, channel);
 }
-

@@ -7,7 +7,9 @@ import { RegistryError } from '../registry/errors.js';
 import type { Abortable } from './abort.js';
 import {
   RequestChannel,
+  INPUT_METHODS,
   RequestPeer,
+  inputBinding,
   resumeRound,
   settleOutgoing,
   type OutgoingRequest,
@@ -149,7 +151,7 @@ export function createMcpDispatcher(
     id: JsonRpcId,
     abort: Abortable | undefined,
     params: Record<string, unknown>,
-    binding: string,
+    method: string,
   ): CallContext {
     // Own getters (not prototype ones) so `{ ...ctx }` copies them too; the peer is made only
     // when a handler talks back to its client.
@@ -161,7 +163,7 @@ export function createMcpDispatcher(
             hub_id: hubId,
             request_id: id,
             get peer() {
-              return (peer ??= new RequestPeer(scope, params, channel, binding));
+              return (peer ??= new RequestPeer(scope, params, channel, method));
             },
           }
         : {
@@ -171,7 +173,7 @@ export function createMcpDispatcher(
               return abort.signal;
             },
             get peer() {
-              return (peer ??= new RequestPeer(scope, params, channel, binding));
+              return (peer ??= new RequestPeer(scope, params, channel, method));
             },
           };
     const session = scope.session;
@@ -258,7 +260,7 @@ export function createMcpDispatcher(
       return registry.callTool(
         name,
         args ?? undefined,
-        ctxFor(scope, id, abort, params, 'tools/call ' + name),
+        ctxFor(scope, id, abort, params, 'tools/call'),
         filter,
       );
     },
@@ -286,7 +288,7 @@ export function createMcpDispatcher(
       return registry.getPrompt(
         name,
         (args ?? undefined) as Record<string, string> | undefined,
-        ctxFor(scope, id, abort, params, 'prompts/get ' + name),
+        ctxFor(scope, id, abort, params, 'prompts/get'),
         filterFor?.(scope),
       );
     },
@@ -317,7 +319,7 @@ export function createMcpDispatcher(
         throw new RpcError(INVALID_PARAMS, 'resources/read needs a string "uri"');
       return registry.readResource(
         uri,
-        ctxFor(scope, id, abort, params, 'resources/read ' + uri),
+        ctxFor(scope, id, abort, params, 'resources/read'),
         filterFor?.(scope),
       );
     },
@@ -451,9 +453,9 @@ export function createMcpDispatcher(
         scope.era === 'modern' &&
         (params.inputResponses !== undefined || params.requestState !== undefined) &&
         abort instanceof RequestChannel &&
-        Object.hasOwn(INPUT_BINDING, method)
+        INPUT_METHODS.has(method)
       ) {
-        abort.round = resumeRound(params, INPUT_BINDING[method]!(params), abort);
+        abort.round = resumeRound(params, inputBinding(method, params), abort);
       }
       let result = handler(params, scope, id, abort);
       if (result instanceof Promise) result = await result;
@@ -530,13 +532,6 @@ export function createMcpDispatcher(
     handleResponse,
   };
 }
-
-/** 2026-07-28: what a request state is bound to, for the methods that may ask for input. */
-const INPUT_BINDING: Readonly<Record<string, (p: Record<string, unknown>) => string>> = {
-  'tools/call': (p) => 'tools/call ' + String(p.name),
-  'prompts/get': (p) => 'prompts/get ' + String(p.name),
-  'resources/read': (p) => 'resources/read ' + String(p.uri),
-};
 
 /** The capabilities in `needs` the caller did not declare, as a ClientCapabilities object. */
 function missingCapabilities(

@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Registry } from '../registry/registry.js';
 import { RequestChannel } from './call-peer.js';
+import { DEFAULT_RETRY_MS, ResumableStreams, type ResumableStream } from './resumable.js';
 import {
   createMcpDispatcher,
   type DispatcherOptions,
@@ -53,6 +54,9 @@ import type { EntryKind } from '../registry/types.js';
 
 export { DEFAULT_MAX_BODY_BYTES };
 
+/** The first revision whose clients understand priming events and resumption (SEP-1699). */
+const RESUMABLE_VERSION = '2025-11-25';
+
 export interface HttpHandlerOptions
   extends DispatcherOptions, OriginPolicy, SessionStoreOptions, FanoutOptions {
   /** The MCP endpoint path (default `/mcp`). */
@@ -97,37 +101,17 @@ export interface HttpServerHandle {
 class ResponseAbort extends RequestChannel {
   /** The response became an event stream: the answer goes out as its last event. */
   streaming = false;
+  /** 2025-11-25 sessions: the stream's events are kept so the client can resume it. */
+  private resumable: ResumableStream | undefined;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly req: IncomingMessage,
-    private readonly sessionId: string | undefined,
+    private readonly session: LegacySession | undefined,
     /** Batch members share one response and cannot stream. */
     private readonly canStream = true,
   ) {
     super();
-  }
-
-  override send(json: string): boolean {
-    const res = this.res;
-    if (!this.canStream || res.writableEnded || res.destroyed) return false;
-    if (!this.streaming) {
-      if (!(this.req.headers.accept ?? '').includes('text/event-stream')) return false;
-      res.writeHead(200, {
-        'Content-Type': 'text/event-stream',
-        'Cache-Control': 'no-cache, no-transform',
-        'X-Accel-Buffering': 'no',
-        ...(this.sessionId === undefined ? {} : { 'Mcp-Session-Id': this.sessionId }),
-      });
-      this.streaming = true;
-    }
-    res.write('event: message\ndata: ' + json + '\n\n');
-    return true;
-  }
-
-  /** Ends the stream with the answer. */
-  finish(json: string): void {
-    this.res.end('event: message\ndata: ' + json + '\n\n');
   }
 
   protected override created(ctl: AbortController): void {
@@ -137,8 +121,56 @@ class ResponseAbort extends RequestChannel {
       return;
     }
     res.once('close', () => {
-      if (!res.writableFinished) ctl.abort(new Error('client disconnected'));
+      // A resumable stream outlives its connection: the client may come back for the answer.
+      if (!res.writableFinished && this.resumable === undefined)
+        ctl.abort(new Error('client disconnected'));
     });
+  }
+
+  private upgrade(): boolean {
+    const res = this.res;
+    if (!this.canStream || res.writableEnded || res.destroyed) return false;
+    if (!(this.req.headers.accept ?? '').includes('text/event-stream')) return false;
+    const session = this.session;
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream',
+      'Cache-Control': 'no-cache, no-transform',
+      'X-Accel-Buffering': 'no',
+      ...(session === undefined ? {} : { 'Mcp-Session-Id': session.id }),
+    });
+    this.streaming = true;
+    // Priming events (empty data) confuse clients of older revisions, so only 2025-11-25 on.
+    if (session !== undefined && session.protocolVersion >= RESUMABLE_VERSION) {
+      const stream = (session.resumable ??= new ResumableStreams()).open(res);
+      this.resumable = stream;
+      stream.prime(DEFAULT_RETRY_MS);
+      res.once('close', () => stream.dropped());
+    }
+    return true;
+  }
+
+  override send(json: string): boolean {
+    if (!this.streaming) {
+      if (!this.upgrade()) return false;
+    } else if (this.resumable === undefined && (this.res.writableEnded || this.res.destroyed)) {
+      return false;
+    }
+    if (this.resumable !== undefined) this.resumable.send(json);
+    else this.res.write('event: message\ndata: ' + json + '\n\n');
+    return true;
+  }
+
+  override pollLater(retryMs: number): boolean {
+    if (!this.streaming && !this.upgrade()) return false;
+    if (this.resumable === undefined) return false;
+    this.resumable.detach(retryMs);
+    return true;
+  }
+
+  /** Ends the stream with the answer (or keeps it for the client to resume). */
+  finish(json: string): void {
+    if (this.resumable !== undefined) this.resumable.finish(json);
+    else this.res.end('event: message\ndata: ' + json + '\n\n');
   }
 }
 
@@ -450,13 +482,13 @@ export function createMcpHttpHandler(
     scope: RequestScope,
     sessionId: string | undefined,
   ): Promise<void> {
-    const channel = new ResponseAbort(res, req, sessionId);
+    const channel = new ResponseAbort(res, req, scope.session as LegacySession | undefined);
     const out = await dispatcher.handleRequest(msg, scope, channel);
-    if (res.destroyed) return;
     if (channel.streaming) {
       channel.finish(out);
       return;
     }
+    if (res.destroyed) return;
     if (scope.era === 'modern' && channel.errorCode !== undefined) {
       // 2026-07-28 over HTTP: an unknown method is 404, a missing client capability 400.
       const status =
@@ -562,7 +594,7 @@ export function createMcpHttpHandler(
           dispatcher.handleRequest(
             el as JsonRpcRequest,
             scope,
-            new ResponseAbort(res, req, session.id, false),
+            new ResponseAbort(res, req, session, false),
           ),
         );
       else if (kind === 'notification')
@@ -603,6 +635,16 @@ export function createMcpHttpHandler(
     }
     const session = legacySession(req, res);
     if (session === undefined) return;
+    const lastEventId = headerOf(req, 'last-event-id');
+    if (lastEventId !== undefined) {
+      const found = session.resumable?.find(lastEventId);
+      if (found === undefined) {
+        fail(res, 404, SERVER_ERROR, `Not Found: no stream to resume at event ${lastEventId}`);
+        return;
+      }
+      found.stream.resume(res, found.seq, { 'Mcp-Session-Id': session.id });
+      return;
+    }
     if (session.stream !== undefined && !session.stream.closed) {
       fail(res, 409, SERVER_ERROR, 'Conflict: Only one SSE stream is allowed per session');
       return;

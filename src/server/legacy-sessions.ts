@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { newSessionState, type SessionState } from './dispatcher.js';
+import type { ResumableStreams } from './resumable.js';
 import type { SseStream } from './sse.js';
 
 export interface LegacySession extends SessionState {
@@ -11,6 +12,8 @@ export interface LegacySession extends SessionState {
   lastSeen: number;
   /** The standalone GET stream, when the client opened one. */
   stream: SseStream | undefined;
+  /** POST streams a client may resume with Last-Event-ID (2025-11-25), made at the first. */
+  resumable?: ResumableStreams;
 }
 
 export interface SessionStoreOptions {
@@ -97,5 +100,6 @@ export class LegacySessionStore {
     }
     s.stream?.end();
     s.stream = undefined;
+    s.resumable?.clear();
   }
 }

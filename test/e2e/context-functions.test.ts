@@ -216,7 +216,10 @@ for (const era of ['legacy', 'modern'] as const) {
         await client.callTool({ name: 'backwards', arguments: { catch: true } }),
       );
       assert.equal(caught.ok, false);
-      assert.match(String(caught.err), /context\.progress: progress must not go backwards \(3 after 5\)/);
+      assert.match(
+        String(caught.err),
+        /context\.progress: progress must not go backwards \(3 after 5\)/,
+      );
       const uncaught = errorText(await client.callTool({ name: 'backwards', arguments: {} }));
       assert.match(uncaught, /progress must not go backwards/);
       // The hub is fine afterwards.
@@ -245,7 +248,10 @@ for (const era of ['legacy', 'modern'] as const) {
     test('eliciting from a client without the capability is a clear error; the call finishes', async () => {
       const { client } = await connect(hub.url, { era });
       const text = errorText(await client.callTool({ name: 'ask', arguments: {} }));
-      assert.match(text, /context\.elicit: the client did not declare the 'elicitation' capability/);
+      assert.match(
+        text,
+        /context\.elicit: the client did not declare the 'elicitation' capability/,
+      );
       const caught = structured(await client.callTool({ name: 'ask_caught', arguments: {} }));
       assert.equal(caught.ok, false);
       assert.match(String(caught.err), /'elicitation' capability/);
@@ -361,7 +367,12 @@ describe('2026-07-28 only (raw HTTP)', () => {
         'mcp-method': 'tools/call',
         'mcp-name': name,
       },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, ...params } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name, ...params },
+      }),
     });
     return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
   };
