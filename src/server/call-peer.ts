@@ -22,6 +22,8 @@ export class RequestChannel extends LazyAbort {
   round: InputRound | undefined = undefined;
   /** The JSON-RPC error code the answer carries, for transports that map it to a status. */
   errorCode: number | undefined = undefined;
+  /** A 2025 server request went out: when the call ends, unanswered ones are dropped. */
+  askedClient = false;
 
   /** Writes one serialised message on this request's stream; false when it has none. */
   send(_json: string): boolean {
@@ -149,6 +151,7 @@ export class RequestPeer implements CallPeer {
       return Promise.reject(new Error('this request has no session to carry a server request'));
     }
     const id = `moonhub-${nextOutgoingId++}`;
+    channel.askedClient = true;
     const json =
       '{"jsonrpc":"2.0","id":' +
       JSON.stringify(id) +

@@ -491,6 +491,9 @@ export function createMcpDispatcher(
       return errorFor(id, err, scope, abort);
     } finally {
       if (abort && session && session.inflight.get(id) === abort) session.inflight.delete(id);
+      // Server requests the client never answered must not outlive the call (they wait on it).
+      if (abort instanceof RequestChannel && abort.askedClient)
+        abort.abort(new Error('call ended'));
     }
   }
 
