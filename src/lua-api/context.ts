@@ -61,24 +61,28 @@ const INPUT_METHODS: Readonly<Record<string, string>> = {
   'roots/list': 'list_roots',
 };
 
-// The Lua half: the shared metatable. Bound closures tail-call the host functions so errors
-// point at the caller's line.
+// The Lua half: the shared metatable. Waiting functions already raise at their caller's line;
+// the others are called through pcall so their errors are raised again at the caller's line.
 const CONTEXT_LUA = String.raw`
 local lib = _moonhub_context
 _moonhub_context = nil
-local rawget = rawget
+local rawget, pcall, error, pack, unpack = rawget, pcall, error, table.pack, table.unpack
 local caps = lib.caps
-local bound = {
-  progress = lib.progress, log = lib.log, elicit = lib.elicit, sample = lib.sample,
-  list_roots = lib.list_roots, input = lib.input, poll_later = lib.poll_later,
-}
+local waiting = { elicit = lib.elicit, sample = lib.sample, list_roots = lib.list_roots, input = lib.input }
+local immediate = { progress = lib.progress, log = lib.log, poll_later = lib.poll_later }
 lib.register({
   __index = function(t, k)
     local id = rawget(t, "call_id")
     if k == "client_capabilities" then return caps(id) end
-    local f = bound[k]
+    local f = waiting[k]
+    if f ~= nil then return function(...) return f(id, ...) end end
+    f = immediate[k]
     if f == nil then return nil end
-    return function(...) return f(id, ...) end
+    return function(...)
+      local r = pack(pcall(f, id, ...))
+      if r[1] then return unpack(r, 2, r.n) end
+      error(r[2], 2)
+    end
   end,
 })
 `;
