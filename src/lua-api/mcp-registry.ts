@@ -70,7 +70,9 @@ function requiredCapabilities(v: unknown): string[] | undefined {
   if (v === undefined) return undefined;
   const names = Array.isArray(v) ? v : typeof v === 'object' && v !== null ? Object.keys(v) : [v];
   if (!names.every((n) => typeof n === 'string'))
-    throw new LuaArgumentError('requires must list client capability names');
+    throw new LuaArgumentError(
+      "bad argument #2 to 'tool' (requires must list client capability names)",
+    );
   return names.length > 0 ? (names as string[]) : undefined;
 }
 

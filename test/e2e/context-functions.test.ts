@@ -403,6 +403,42 @@ describe('2026-07-28 only (raw HTTP)', () => {
     assert.equal(JSON.parse(r3.text).error.code, -32602);
   });
 
+  test('subscriptions/listen with resourceSubscriptions hears mcp.resource_updated', async () => {
+    const ctl = new AbortController();
+    const res = await fetch(hub.url, {
+      method: 'POST',
+      signal: ctl.signal,
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'subscriptions/listen',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'sub-1',
+        method: 'subscriptions/listen',
+        params: { notifications: { resourceSubscriptions: ['demo://watched'] }, _meta: meta() },
+      }),
+    });
+    const reader = res.body!.getReader();
+    let text = '';
+    const readUntil = async (re: RegExp) => {
+      while (!re.test(text)) {
+        const { value, done } = await reader.read();
+        assert.ok(!done, 'the stream ended early');
+        text += new TextDecoder().decode(value);
+      }
+    };
+    await readUntil(/subscriptions\/acknowledged/);
+    assert.match(text, /"resourceSubscriptions":\["demo:\/\/watched"\]/);
+    await post('touch', { arguments: {}, _meta: meta() });
+    await readUntil(/notifications\/resources\/updated/);
+    assert.match(text, /"uri":"demo:\/\/watched"/);
+    assert.match(text, /"io.modelcontextprotocol\/subscriptionId":"sub-1"/);
+    ctl.abort();
+  });
+
   test('logs only when the request names a level; a missing capability is -32021 / 400', async () => {
     const quiet = await post('logs', { arguments: {}, _meta: meta() });
     assert.doesNotMatch(quiet.text, /notifications\/message/);
