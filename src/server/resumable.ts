@@ -12,6 +12,8 @@ import type { ServerResponse } from 'node:http';
 export const DEFAULT_RETRY_MS = 1000;
 /** Streams kept per session waiting for their client to come back; the oldest goes first. */
 const MAX_PARKED = 64;
+/** Events kept per stream for a replay; a chattier call keeps only its latest ones. */
+const MAX_EVENTS = 1000;
 
 export class ResumableStream {
   private seq = 0;
@@ -39,6 +41,7 @@ export class ResumableStream {
     const seq = ++this.seq;
     const frame = `id: ${this.id}_${seq}\nevent: message\ndata: ${json}\n\n`;
     this.events.push({ seq, frame });
+    if (this.events.length > MAX_EVENTS) this.events.shift();
     this.res?.write(frame);
   }
 
