@@ -70,6 +70,11 @@ mcp.tool("both", { description = "asks two questions at once" }, function(_, con
   return { first = a.q1.action, second = a.q2.content.text }
 end)
 
+mcp.tool("roots", { description = "lists the client's roots" }, function(_, context)
+  local r = context.list_roots()
+  return { count = #r.roots, first = r.roots[1] and r.roots[1].uri }
+end)
+
 mcp.tool("caps", { description = "shows the client's capabilities" }, function(_, context)
   local c = context.client_capabilities
   return { sampling = c.sampling ~= nil, elicitation = c.elicitation ~= nil }
@@ -139,6 +144,12 @@ async function connect(
         content: { name: 'Ada' },
       }) as never;
     });
+  }
+  if (opts.capabilities?.roots) {
+    client.setRequestHandler(
+      'roots/list',
+      async () => ({ roots: [{ uri: 'file:///work', name: 'work' }] }) as never,
+    );
   }
   if (opts.capabilities?.sampling) {
     client.setRequestHandler(
@@ -277,6 +288,21 @@ for (const era of ['legacy', 'modern'] as const) {
         elicitation: true,
       });
       await client.close();
+    });
+
+    test('context.list_roots returns the client roots; without the capability a clear error', async () => {
+      const { client } = await connect(hub.url, { era, capabilities: { roots: {} } });
+      assert.deepEqual(structured(await client.callTool({ name: 'roots', arguments: {} })), {
+        count: 1,
+        first: 'file:///work',
+      });
+      await client.close();
+      const plain = await connect(hub.url, { era });
+      assert.match(
+        errorText(await plain.client.callTool({ name: 'roots', arguments: {} })),
+        /context\.list_roots: the client did not declare the 'roots' capability/,
+      );
+      await plain.client.close();
     });
 
     test('a context used after its call ended raises a clear error', async () => {
