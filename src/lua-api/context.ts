@@ -337,6 +337,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 function typeName(v: unknown): string {
   if (v === undefined) return 'nil';
   if (v === null) return 'userdata';
+  if (v instanceof Uint8Array) return 'string';
   if (typeof v === 'object') return 'table';
   return typeof v;
 }
