@@ -5,6 +5,7 @@
 import type { Logger } from '../log.js';
 import type { LuaState } from '../lua/state.js';
 import type { Registry } from '../registry/registry.js';
+import { installContext } from './context.js';
 import { installLog } from './log.js';
 import { installRegistryApi } from './mcp-registry.js';
 import { installTask } from './task.js';
@@ -27,6 +28,7 @@ export interface ApiOptions {
 }
 
 export function installApi(state: LuaState, opts: ApiOptions): void {
+  installContext(state);
   installRegistryApi(state, { registry: opts.registry, owner: opts.owner });
   installTask(state);
   installLog(state, opts.logger);

@@ -12,7 +12,9 @@ import { RegistryError } from '../registry/errors.js';
 import { toPromptResult, toResourceContents, toToolResult } from '../registry/results.js';
 import type { CallContext, PromptArgument } from '../registry/types.js';
 import { checkFunction, checkString, checkTable, optString, optTable } from './args.js';
-import { luaContext } from './context.js';
+import { callWithContext } from './context.js';
+import { completerRefs, luaCompleter } from './completions.js';
+import { templateVariables } from '../registry/uri-template.js';
 
 export interface RegistryBindingOptions {
   registry: Registry;
@@ -63,6 +65,17 @@ function contextFromLua(value: unknown, registry: Registry, owner: string): Call
   return ctx;
 }
 
+/** A tool schema's `requires`: client capability names (`{"sampling"}`) or a capability table. */
+function requiredCapabilities(v: unknown): string[] | undefined {
+  if (v === undefined) return undefined;
+  const names = Array.isArray(v) ? v : typeof v === 'object' && v !== null ? Object.keys(v) : [v];
+  if (!names.every((n) => typeof n === 'string'))
+    throw new LuaArgumentError(
+      "bad argument #2 to 'tool' (requires must list client capability names)",
+    );
+  return names.length > 0 ? (names as string[]) : undefined;
+}
+
 function str(v: unknown): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
@@ -107,8 +120,9 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
           annotations: plainObject(schema.annotations, 'annotations'),
           icons: Array.isArray(schema.icons) ? schema.icons : undefined,
           timeoutMs,
+          requiredCapabilities: requiredCapabilities(schema.requires),
           handler: async (input, ctx) => {
-            const [value] = await state.call(ref, [input, luaContext(ctx)], {
+            const [value] = await callWithContext(state, ref, [input], ctx, {
               timeoutMs,
               signal: ctx.signal,
             });
@@ -144,14 +158,21 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         return out;
       });
       const timeoutMs = typeof schema.timeout_ms === 'number' ? schema.timeout_ms : undefined;
+      const completers = completerRefs(
+        call,
+        promptArgs.map((a) => a.name),
+        (_name, i) => ['arguments', i + 1, 'complete'],
+      );
       const ref = call.ref(3);
       registry.addPrompt(owner, {
         name,
         description: str(schema.description) ?? '',
         title: str(schema.title),
+        icons: Array.isArray(schema.icons) ? schema.icons : undefined,
         arguments: promptArgs,
+        complete: luaCompleter(state, completers, timeoutMs),
         handler: async (input, ctx) => {
-          const [value] = await state.call(ref, [input, luaContext(ctx)], {
+          const [value] = await callWithContext(state, ref, [input], ctx, {
             timeoutMs,
             signal: ctx.signal,
           });
@@ -171,6 +192,7 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
       checkFunction(call, 3, 'resource');
       const mimeType = str(schema.mime_type ?? schema.mimeType);
       const timeoutMs = typeof schema.timeout_ms === 'number' ? schema.timeout_ms : undefined;
+      const completers = completerRefs(call, templateVariables(uri), (name) => ['complete', name]);
       const ref = call.ref(3);
       registry.addResource(owner, {
         uriTemplate: uri,
@@ -178,8 +200,10 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         title: str(schema.title),
         description: str(schema.description),
         mimeType,
+        icons: Array.isArray(schema.icons) ? schema.icons : undefined,
+        complete: luaCompleter(state, completers, timeoutMs),
         handler: async (readUri, params, ctx) => {
-          const [value] = await state.call(ref, [params, luaContext(ctx)], {
+          const [value] = await callWithContext(state, ref, [params], ctx, {
             timeoutMs,
             signal: ctx.signal,
           });
@@ -296,6 +320,12 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
       },
     },
     count_resources: { fn: () => registry.countResources() },
+    resource_updated: {
+      fn: (args, call) => {
+        registry.resourceUpdated(checkString(args, call, 1, 'resource_updated'));
+        return undefined;
+      },
+    },
 
     begin_batch: {
       fn: () => {

@@ -23,6 +23,17 @@ export const NULL_POINTER = 0;
 
 export const MAX_DEPTH = 100;
 
+/**
+ * A JS object pushed as a table that carries the metatable behind a registry reference: how the
+ * host hands Lua a plain-data table that also answers method lookups (the handler context).
+ */
+export class WithMetatable {
+  constructor(
+    readonly value: Record<string, unknown>,
+    readonly metatableRef: number,
+  ) {}
+}
+
 export interface ReadOptions {
   /** What to do with functions, threads and userdata: throw (default) or read as undefined. */
   opaque?: 'throw' | 'skip';
@@ -94,6 +105,12 @@ export class Bridge {
       throw new BridgeError(`value nested more than ${MAX_DEPTH} levels deep`);
     if (!mod._lua_checkstack(L, 4))
       throw new BridgeError('Lua stack overflow while converting a value');
+    if (value instanceof WithMetatable) {
+      this.push(L, value.value, depth);
+      mod._lua_rawgeti(L, LUA_REGISTRYINDEX, BigInt(value.metatableRef));
+      mod._lua_setmetatable(L, -2);
+      return;
+    }
     if (Array.isArray(value)) {
       const n = value.length;
       mod._lua_createtable(L, n, 0);

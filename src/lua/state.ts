@@ -31,6 +31,11 @@ export interface HostCall {
   typeOf(i: number): LuaType;
   /** Takes a registry reference to the value at argument i; release it with `state.unref`. */
   ref(i: number): number;
+  /**
+   * Takes a registry reference to the function at `path` inside the table at argument i
+   * (`refPath(2, ['complete', 'id'])` is `arg2.complete.id`); undefined when that is no function.
+   */
+  refPath(i: number, path: (string | number)[]): number | undefined;
 }
 
 export type HostFunction = (args: unknown[], call: HostCall) => unknown;
@@ -306,6 +311,7 @@ export class LuaState {
               mod._lua_pushvalue(CL, i);
               return mod._luaL_ref(CL, LUA_REGISTRYINDEX);
             },
+            refPath: (i, path) => this.refPath(CL, i, path),
           };
           const result = (fn as HostFunction)(args, call);
           if (spec.async) return this.registerPending(CL, result);
@@ -325,6 +331,32 @@ export class LuaState {
     } else {
       this.rt.pushFunction(L, id);
     }
+  }
+
+  private refPath(L: number, i: number, path: (string | number)[]): number | undefined {
+    const { mod } = this;
+    const top = mod._lua_gettop(L);
+    mod._lua_pushvalue(L, i);
+    for (const key of path) {
+      if (mod._lua_type(L, -1) !== LuaType.Table) {
+        mod._lua_settop(L, top);
+        return undefined;
+      }
+      if (typeof key === 'number') mod._lua_rawgeti(L, -1, BigInt(key));
+      else {
+        this.rt.mem.pushString(L, key);
+        mod._lua_rawget(L, -2);
+      }
+      mod._lua_rotate(L, -2, 1);
+      mod._lua_settop(L, -2);
+    }
+    if (mod._lua_type(L, -1) !== LuaType.Function) {
+      mod._lua_settop(L, top);
+      return undefined;
+    }
+    const ref = mod._luaL_ref(L, LUA_REGISTRYINDEX);
+    mod._lua_settop(L, top);
+    return ref;
   }
 
   private pushResults(L: number, result: unknown): number {

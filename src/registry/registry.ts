@@ -8,6 +8,7 @@ import { compileValidator, type ArgumentValidator } from './schema.js';
 import { matchTemplate, isTemplate } from './uri-template.js';
 import type {
   CallContext,
+  CompletionResult,
   EntryKind,
   OwnerFilter,
   PromptEntry,
@@ -26,6 +27,8 @@ import type {
 } from './types.js';
 
 export type ChangeListener = (kinds: ReadonlySet<EntryKind>) => void;
+/** Told when a resource's content changed (`mcp.resource_updated`), for its subscribers. */
+export type ResourceUpdateListener = (uri: string) => void;
 
 interface ToolSlot {
   entry: ToolEntry;
@@ -59,6 +62,49 @@ export class Registry {
   onChange(listener: ChangeListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  private readonly updateListeners = new Set<ResourceUpdateListener>();
+
+  onResourceUpdated(listener: ResourceUpdateListener): () => void {
+    this.updateListeners.add(listener);
+    return () => this.updateListeners.delete(listener);
+  }
+
+  /** Tells subscribers that the content behind `uri` changed. */
+  resourceUpdated(uri: string): void {
+    for (const listener of this.updateListeners) {
+      try {
+        listener(uri);
+      } catch {
+        // One broken subscriber must not keep the others from hearing about it.
+      }
+    }
+  }
+
+  /**
+   * Answers `completion/complete` for a prompt argument (`ref/prompt`) or a template variable
+   * (`ref/resource`); no `complete` handler (or an unknown ref) completes nothing.
+   */
+  async complete(
+    ref: { type: string; name?: string; uri?: string },
+    argument: string,
+    value: string,
+    context: Record<string, string>,
+    ctx: CallContext,
+    filter?: OwnerFilter,
+  ): Promise<CompletionResult> {
+    let handler: PromptEntry['complete'];
+    if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
+      const entry = this.getPromptEntry(ref.name, filter);
+      if (!entry) throw new RegistryError('unknown_prompt', `Unknown prompt: ${ref.name}`);
+      handler = entry.complete;
+    } else if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
+      const entry = this.resources.get(ref.uri);
+      if (entry && (!filter || filter(entry.owner))) handler = entry.complete;
+    }
+    if (!handler) return { values: [], total: 0, hasMore: false };
+    return handler(argument, value, context, ctx);
   }
 
   // ---- batches -------------------------------------------------------------------------------

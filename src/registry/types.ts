@@ -49,8 +49,43 @@ export interface CallPeer {
    * request in the 2025 eras, an input-required round trip in 2026-07-28. Resolves with the
    * client's result; rejects when the client cannot or will not answer.
    */
-  request(method: string, params: Record<string, unknown>): Promise<Record<string, unknown>>;
+  request(
+    method: string,
+    params: Record<string, unknown>,
+    opts?: PeerRequestOptions,
+  ): Promise<Record<string, unknown>>;
+  /**
+   * Lets go of the client's connection while the call goes on (SSE polling, 2025-11-25 HTTP);
+   * the client reconnects after `retryMs` and receives the rest. False when it cannot.
+   */
+  pollLater?(retryMs: number): boolean;
 }
+
+export interface PeerRequestOptions {
+  /**
+   * 2026-07-28: the key of this request in `inputRequests` (the client answers under the same
+   * key). Requests made in one round and replayed in the next must use the same keys.
+   */
+  key?: string;
+}
+
+/** What a `complete` handler returns for `completion/complete`. */
+export interface CompletionResult {
+  values: string[];
+  total?: number;
+  hasMore?: boolean;
+}
+
+/**
+ * Suggests values for one argument of a prompt or resource template: `argument` is the name,
+ * `value` what the user typed so far, `context` the arguments already chosen.
+ */
+export type CompleteHandler = (
+  argument: string,
+  value: string,
+  context: Record<string, string>,
+  ctx: CallContext,
+) => Promise<CompletionResult>;
 
 export interface ContentItem {
   type: string;
@@ -76,6 +111,11 @@ export interface ToolSpec {
   icons?: unknown[];
   /** Wall-clock limit of one call; the handler's owner enforces it. */
   timeoutMs?: number;
+  /**
+   * Client capabilities (`sampling`, `elicitation`, `roots`) a call needs; a caller that did not
+   * declare one is refused before the handler runs (-32021 in 2026-07-28, a tool error before).
+   */
+  requiredCapabilities?: string[];
   handler: ToolHandler;
 }
 
@@ -123,6 +163,8 @@ export interface PromptSpec {
   arguments: PromptArgument[];
   icons?: unknown[];
   handler: PromptHandler;
+  /** Answers `completion/complete` for this prompt's arguments. */
+  complete?: CompleteHandler;
 }
 
 export interface PromptEntry extends PromptSpec {
@@ -164,6 +206,8 @@ export interface ResourceSpec {
   mimeType?: string;
   icons?: unknown[];
   handler: ResourceHandler;
+  /** Answers `completion/complete` for this template's variables. */
+  complete?: CompleteHandler;
 }
 
 export interface ResourceEntry extends ResourceSpec {

@@ -47,3 +47,10 @@ export function matchTemplate(template: string, uri: string): Record<string, str
 function escape(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
+
+/** The variable names of a template, in order (empty for a fixed URI). */
+export function templateVariables(template: string): string[] {
+  const names: string[] = [];
+  for (const m of template.matchAll(VAR)) names.push(m[1] as string);
+  return names;
+}

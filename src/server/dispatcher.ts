@@ -4,12 +4,23 @@
  * Transports decide the era and the session; the dispatcher only reads them from the scope.
  */
 import { RegistryError } from '../registry/errors.js';
+import type { Abortable } from './abort.js';
+import {
+  RequestChannel,
+  INPUT_METHODS,
+  RequestPeer,
+  inputBinding,
+  resumeRound,
+  settleOutgoing,
+  type OutgoingRequest,
+} from './call-peer.js';
 import type { Registry } from '../registry/registry.js';
 import type { CallContext, OwnerFilter } from '../registry/types.js';
 import {
   INTERNAL_ERROR,
   INVALID_PARAMS,
   METHOD_NOT_FOUND,
+  MISSING_CLIENT_CAPABILITY,
   RESOURCE_NOT_FOUND,
   RpcError,
   isPlainObject,
@@ -44,7 +55,11 @@ export interface SessionState {
   /** Who the session acts for, once auth exists; feeds `DispatcherOptions.filterFor`. */
   principal: string | undefined;
   /** Requests still running, so `notifications/cancelled` can abort them. */
-  readonly inflight: Map<JsonRpcId, AbortController>;
+  readonly inflight: Map<JsonRpcId, Abortable>;
+  /** Requests this server sent the client (sampling, elicitation), made at the first one. */
+  outgoing?: Map<JsonRpcId, OutgoingRequest>;
+  /** Resource URIs the client subscribed to, made at the first subscription. */
+  subscriptions?: Set<string>;
 }
 
 export function newSessionState(
@@ -87,37 +102,7 @@ export interface DispatcherOptions {
   onError?: (err: unknown) => void;
 }
 
-/**
- * What backs a call's AbortSignal. An AbortController fits; transports pass lazy ones so a
- * request whose handler never looks at its signal never pays for making one.
- */
-export interface Abortable {
-  readonly signal: AbortSignal;
-  abort(reason?: unknown): void;
-}
-
-/** An Abortable whose AbortController is made on first use; `created` lets transports hook it. */
-export class LazyAbort implements Abortable {
-  private ctl: AbortController | undefined;
-
-  get signal(): AbortSignal {
-    return this.controller().signal;
-  }
-
-  abort(reason?: unknown): void {
-    this.controller().abort(reason);
-  }
-
-  private controller(): AbortController {
-    if (this.ctl === undefined) {
-      this.ctl = new AbortController();
-      this.created(this.ctl);
-    }
-    return this.ctl;
-  }
-
-  protected created(_ctl: AbortController): void {}
-}
+export { LazyAbort, type Abortable } from './abort.js';
 
 export interface McpDispatcher {
   readonly registry: Registry;
@@ -127,6 +112,8 @@ export interface McpDispatcher {
   handleRequest(msg: JsonRpcRequest, scope: RequestScope, abort?: Abortable): Promise<string>;
   /** Handles one notification (initialized, cancelled); never throws. */
   handleNotification(msg: JsonRpcNotification, scope: RequestScope): void;
+  /** Routes a client's response to the server request it answers; false if none waits. */
+  handleResponse(msg: Record<string, unknown>, session: SessionState): boolean;
 }
 
 type MethodHandler = (
@@ -149,7 +136,7 @@ export function createMcpDispatcher(
   const capabilities: Record<string, unknown> = {
     tools: { listChanged: true },
     prompts: { listChanged: true },
-    resources: { listChanged: true },
+    resources: { subscribe: true, listChanged: true },
     logging: {},
     completions: {},
   };
@@ -159,16 +146,34 @@ export function createMcpDispatcher(
   const serverInfoMeta = { [SERVER_INFO_META_KEY]: serverInfo };
   const modernSuffix = '"resultType":"complete","_meta":' + JSON.stringify(serverInfoMeta);
 
-  function ctxFor(scope: RequestScope, id: JsonRpcId, abort: Abortable | undefined): CallContext {
-    // An own getter (not a prototype one) so `{ ...ctx }` copies the signal too.
+  function ctxFor(
+    scope: RequestScope,
+    id: JsonRpcId,
+    abort: Abortable | undefined,
+    params: Record<string, unknown>,
+    method: string,
+  ): CallContext {
+    // Own getters (not prototype ones) so `{ ...ctx }` copies them too; the peer is made only
+    // when a handler talks back to its client.
+    let peer: RequestPeer | undefined;
+    const channel = abort instanceof RequestChannel ? abort : undefined;
     const ctx: CallContext =
       abort === undefined
-        ? { hub_id: hubId, request_id: id }
+        ? {
+            hub_id: hubId,
+            request_id: id,
+            get peer() {
+              return (peer ??= new RequestPeer(scope, params, channel, method));
+            },
+          }
         : {
             hub_id: hubId,
             request_id: id,
             get signal() {
               return abort.signal;
+            },
+            get peer() {
+              return (peer ??= new RequestPeer(scope, params, channel, method));
             },
           };
     const session = scope.session;
@@ -236,11 +241,27 @@ export function createMcpDispatcher(
       if (args !== undefined && args !== null && !isPlainObject(args)) {
         throw new RpcError(INVALID_PARAMS, 'tools/call "arguments" must be an object');
       }
+      const filter = filterFor?.(scope);
+      const needs = registry.getTool(name, filter)?.requiredCapabilities;
+      if (needs !== undefined) {
+        const missing = missingCapabilities(needs, scope);
+        if (missing !== undefined) {
+          const message = `Missing required client capability: ${Object.keys(missing).join(', ')}`;
+          if (scope.era === 'modern')
+            throw new RpcError(MISSING_CLIENT_CAPABILITY, message, {
+              requiredCapabilities: missing,
+            });
+          return {
+            content: [{ type: 'text', text: `${message} (tool '${name}' needs it)` }],
+            isError: true,
+          };
+        }
+      }
       return registry.callTool(
         name,
         args ?? undefined,
-        ctxFor(scope, id, abort),
-        filterFor?.(scope),
+        ctxFor(scope, id, abort, params, 'tools/call'),
+        filter,
       );
     },
 
@@ -267,7 +288,7 @@ export function createMcpDispatcher(
       return registry.getPrompt(
         name,
         (args ?? undefined) as Record<string, string> | undefined,
-        ctxFor(scope, id, abort),
+        ctxFor(scope, id, abort, params, 'prompts/get'),
         filterFor?.(scope),
       );
     },
@@ -296,7 +317,27 @@ export function createMcpDispatcher(
       const uri = params.uri;
       if (typeof uri !== 'string')
         throw new RpcError(INVALID_PARAMS, 'resources/read needs a string "uri"');
-      return registry.readResource(uri, ctxFor(scope, id, abort), filterFor?.(scope));
+      return registry.readResource(
+        uri,
+        ctxFor(scope, id, abort, params, 'resources/read'),
+        filterFor?.(scope),
+      );
+    },
+
+    'resources/subscribe'(params, scope) {
+      const uri = params.uri;
+      if (typeof uri !== 'string')
+        throw new RpcError(INVALID_PARAMS, 'resources/subscribe needs a string "uri"');
+      if (scope.session) (scope.session.subscriptions ??= new Set()).add(uri);
+      return {};
+    },
+
+    'resources/unsubscribe'(params, scope) {
+      const uri = params.uri;
+      if (typeof uri !== 'string')
+        throw new RpcError(INVALID_PARAMS, 'resources/unsubscribe needs a string "uri"');
+      scope.session?.subscriptions?.delete(uri);
+      return {};
     },
 
     'logging/setLevel'(params, scope) {
@@ -308,14 +349,34 @@ export function createMcpDispatcher(
       return {};
     },
 
-    'completion/complete'(params) {
-      if (!isPlainObject(params.ref) || !isPlainObject(params.argument)) {
+    async 'completion/complete'(params, scope, id, abort) {
+      const ref = params.ref;
+      const argument = params.argument;
+      if (
+        !isPlainObject(ref) ||
+        !isPlainObject(argument) ||
+        typeof ref.type !== 'string' ||
+        typeof argument.name !== 'string'
+      ) {
         throw new RpcError(
           INVALID_PARAMS,
           'completion/complete needs "ref" and "argument" objects',
         );
       }
-      return { completion: { values: [], total: 0, hasMore: false } };
+      const given = isPlainObject(params.context) ? params.context.arguments : undefined;
+      const context: Record<string, string> = {};
+      if (isPlainObject(given)) {
+        for (const [k, v] of Object.entries(given)) if (typeof v === 'string') context[k] = v;
+      }
+      const completion = await registry.complete(
+        ref as { type: string; name?: string; uri?: string },
+        argument.name,
+        typeof argument.value === 'string' ? argument.value : '',
+        context,
+        ctxFor(scope, id, abort, params, 'completion/complete'),
+        filterFor?.(scope),
+      );
+      return { completion };
     },
   };
 
@@ -328,7 +389,7 @@ export function createMcpDispatcher(
     const meta = result._meta;
     const out: Record<string, unknown> = {
       ...result,
-      resultType: 'complete',
+      resultType: typeof result.resultType === 'string' ? result.resultType : 'complete',
       _meta: isPlainObject(meta) ? { ...meta, ...serverInfoMeta } : serverInfoMeta,
     };
     if (CACHEABLE_METHODS.has(method)) {
@@ -339,8 +400,16 @@ export function createMcpDispatcher(
     return out;
   }
 
-  function errorFor(id: JsonRpcId, err: unknown, scope: RequestScope): string {
-    if (err instanceof RpcError) return serializeError(id, err.code, err.message, err.data);
+  function errorFor(
+    id: JsonRpcId,
+    err: unknown,
+    scope: RequestScope,
+    abort: Abortable | undefined,
+  ): string {
+    if (err instanceof RpcError) {
+      if (abort instanceof RequestChannel) abort.errorCode = err.code;
+      return serializeError(id, err.code, err.message, err.data);
+    }
     if (err instanceof RegistryError) {
       switch (err.code) {
         case 'unknown_tool':
@@ -373,15 +442,27 @@ export function createMcpDispatcher(
       handler === undefined ||
       (scope.era === 'modern' ? !MODERN_METHODS.has(method) : !legacyAllowed(method))
     ) {
+      if (abort instanceof RequestChannel) abort.errorCode = METHOD_NOT_FOUND;
       return serializeError(id, METHOD_NOT_FOUND, `Method not found: ${method}`);
     }
     const session = scope.session;
     if (abort && session) session.inflight.set(id, abort);
     try {
-      let result = handler(msg.params ?? EMPTY, scope, id, abort);
+      const params = msg.params ?? EMPTY;
+      if (
+        scope.era === 'modern' &&
+        (params.inputResponses !== undefined || params.requestState !== undefined) &&
+        abort instanceof RequestChannel &&
+        INPUT_METHODS.has(method)
+      ) {
+        abort.round = resumeRound(params, inputBinding(method, params), abort);
+      }
+      let result = handler(params, scope, id, abort);
       if (result instanceof Promise) result = await result;
       if (!isPlainObject(result)) throw new Error(`${method} handler returned a non-object result`);
       if (scope.era !== 'modern') return serializeResult(id, result);
+      const asked = abort instanceof RequestChannel ? abort.round?.result : undefined;
+      if (asked !== undefined) return serializeResult(id, modernResult(method, asked));
       if (
         result._meta === undefined &&
         result.resultType === undefined &&
@@ -403,9 +484,16 @@ export function createMcpDispatcher(
       }
       return serializeResult(id, modernResult(method, result));
     } catch (err) {
-      return errorFor(id, err, scope);
+      // A handler stopped because its input round ended (prompts/get, resources/read throw).
+      const asked = abort instanceof RequestChannel ? abort.round?.result : undefined;
+      if (asked !== undefined && scope.era === 'modern')
+        return serializeResult(id, modernResult(method, asked));
+      return errorFor(id, err, scope, abort);
     } finally {
       if (abort && session && session.inflight.get(id) === abort) session.inflight.delete(id);
+      // Server requests the client never answered must not outlive the call (they wait on it).
+      if (abort instanceof RequestChannel && abort.askedClient)
+        abort.abort(new Error('call ended'));
     }
   }
 
@@ -434,7 +522,32 @@ export function createMcpDispatcher(
     }
   }
 
-  return { registry, serverInfo, capabilities, handleRequest, handleNotification };
+  function handleResponse(msg: Record<string, unknown>, session: SessionState): boolean {
+    return settleOutgoing(session, msg);
+  }
+
+  return {
+    registry,
+    serverInfo,
+    capabilities,
+    handleRequest,
+    handleNotification,
+    handleResponse,
+  };
+}
+
+/** The capabilities in `needs` the caller did not declare, as a ClientCapabilities object. */
+function missingCapabilities(
+  needs: string[],
+  scope: RequestScope,
+): Record<string, object> | undefined {
+  const declared =
+    scope.era === 'modern' ? scope.clientCapabilities : scope.session?.clientCapabilities;
+  let missing: Record<string, object> | undefined;
+  for (const name of needs) {
+    if (!isPlainObject(declared?.[name])) (missing ??= {})[name] = {};
+  }
+  return missing;
 }
 
 const EMPTY: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;

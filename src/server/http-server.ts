@@ -6,8 +6,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from '../registry/registry.js';
+import { RequestChannel } from './call-peer.js';
+import { DEFAULT_RETRY_MS, ResumableStreams, type ResumableStream } from './resumable.js';
 import {
-  LazyAbort,
   createMcpDispatcher,
   type DispatcherOptions,
   type McpDispatcher,
@@ -16,6 +17,8 @@ import {
 import {
   INTERNAL_ERROR,
   INVALID_REQUEST,
+  METHOD_NOT_FOUND,
+  MISSING_CLIENT_CAPABILITY,
   PARSE_ERROR,
   SERVER_ERROR,
   SESSION_NOT_FOUND,
@@ -45,11 +48,14 @@ import {
   PROTOCOL_VERSION_META_KEY,
 } from './protocol.js';
 import { SseStream, writeSingleEventResponse } from './sse.js';
-import { ListenStreams, routePost, sendJson } from './stateless.js';
+import { ListenStreams, checkParamHeaders, routePost, sendJson } from './stateless.js';
 import { serializeNotification } from './jsonrpc.js';
 import type { EntryKind } from '../registry/types.js';
 
 export { DEFAULT_MAX_BODY_BYTES };
+
+/** The first revision whose clients understand priming events and resumption (SEP-1699). */
+const RESUMABLE_VERSION = '2025-11-25';
 
 export interface HttpHandlerOptions
   extends DispatcherOptions, OriginPolicy, SessionStoreOptions, FanoutOptions {
@@ -87,12 +93,24 @@ export interface HttpServerHandle {
 }
 
 /**
- * A call's abort source, made lazily: the AbortController and the response's 'close' listener
- * exist only once a handler reads `ctx.signal` (or a cancellation arrives first). The response
- * closing before it finished means the caller went away.
+ * One POST request's channel. Its abort source is made lazily: the AbortController and the
+ * response's 'close' listener exist only once a handler reads `ctx.signal` (or a cancellation
+ * arrives first); the response closing before it finished means the caller went away. A message
+ * sent while the call runs turns the response into an event stream, when the client accepts one.
  */
-class ResponseAbort extends LazyAbort {
-  constructor(private readonly res: ServerResponse) {
+class ResponseAbort extends RequestChannel {
+  /** The response became an event stream: the answer goes out as its last event. */
+  streaming = false;
+  /** 2025-11-25 sessions: the stream's events are kept so the client can resume it. */
+  private resumable: ResumableStream | undefined;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly req: IncomingMessage,
+    private readonly session: LegacySession | undefined,
+    /** Batch members share one response and cannot stream. */
+    private readonly canStream = true,
+  ) {
     super();
   }
 
@@ -103,8 +121,56 @@ class ResponseAbort extends LazyAbort {
       return;
     }
     res.once('close', () => {
-      if (!res.writableFinished) ctl.abort(new Error('client disconnected'));
+      // A resumable stream outlives its connection: the client may come back for the answer.
+      if (!res.writableFinished && this.resumable === undefined)
+        ctl.abort(new Error('client disconnected'));
     });
+  }
+
+  private upgrade(): boolean {
+    const res = this.res;
+    if (!this.canStream || res.writableEnded || res.destroyed) return false;
+    if (!(this.req.headers.accept ?? '').includes('text/event-stream')) return false;
+    const session = this.session;
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream',
+      'Cache-Control': 'no-cache, no-transform',
+      'X-Accel-Buffering': 'no',
+      ...(session === undefined ? {} : { 'Mcp-Session-Id': session.id }),
+    });
+    this.streaming = true;
+    // Priming events (empty data) confuse clients of older revisions, so only 2025-11-25 on.
+    if (session !== undefined && session.protocolVersion >= RESUMABLE_VERSION) {
+      const stream = (session.resumable ??= new ResumableStreams()).open(res);
+      this.resumable = stream;
+      stream.prime(DEFAULT_RETRY_MS);
+      res.once('close', () => stream.dropped());
+    }
+    return true;
+  }
+
+  override send(json: string): boolean {
+    if (!this.streaming) {
+      if (!this.upgrade()) return false;
+    } else if (this.resumable === undefined && (this.res.writableEnded || this.res.destroyed)) {
+      return false;
+    }
+    if (this.resumable !== undefined) this.resumable.send(json);
+    else this.res.write('event: message\ndata: ' + json + '\n\n');
+    return true;
+  }
+
+  override pollLater(retryMs: number): boolean {
+    if (!this.streaming && !this.upgrade()) return false;
+    if (this.resumable === undefined) return false;
+    this.resumable.detach(retryMs);
+    return true;
+  }
+
+  /** Ends the stream with the answer (or keeps it for the client to resume). */
+  finish(json: string): void {
+    if (this.resumable !== undefined) this.resumable.finish(json);
+    else this.res.end('event: message\ndata: ' + json + '\n\n');
   }
 }
 
@@ -157,7 +223,19 @@ export function createMcpHttpHandler(
   const guard = createRequestGuard(opts);
   const sessions = new LegacySessionStore(opts);
   const fanout = new ListChangedFanout(registry, opts);
-  const listens = new ListenStreams(fanout, dispatcher.serverInfo);
+  const listens = new ListenStreams(fanout, dispatcher.serverInfo, undefined, (l) =>
+    registry.onResourceUpdated(l),
+  );
+  // A subscribed resource changed: tell each 2025 session that subscribed, on its GET stream.
+  const removeUpdateListener = registry.onResourceUpdated((uri) => {
+    let note: string | undefined;
+    for (const session of sessions.values()) {
+      if (session.subscriptions?.has(uri) && session.stream !== undefined) {
+        note ??= serializeNotification('notifications/resources/updated', { uri });
+        session.stream.send(note);
+      }
+    }
+  });
   const scopes = new WeakMap<LegacySession, RequestScope>();
 
   function legacyScope(session: LegacySession): RequestScope {
@@ -324,8 +402,12 @@ export function createMcpHttpHandler(
       return;
     }
     if (kind === 'response') {
-      // Client answers to server requests: none are sent yet, so a valid session just gets 202.
-      if (legacySession(req, res) !== undefined) accepted(res);
+      // A client's answer to a server request (sampling, elicitation) of its session.
+      const session = legacySession(req, res);
+      if (session !== undefined) {
+        dispatcher.handleResponse(body as Record<string, unknown>, session);
+        accepted(res);
+      }
       return;
     }
     const msg = body as JsonRpcRequest;
@@ -351,6 +433,17 @@ export function createMcpHttpHandler(
       if (msg.method === 'subscriptions/listen') {
         listens.serve(res, msg.id, msg.params);
         return;
+      }
+      if (msg.method === 'tools/call' && typeof msg.params?.name === 'string') {
+        const schema = registry.getTool(msg.params.name)?.inputSchema;
+        const bad =
+          schema === undefined
+            ? undefined
+            : checkParamHeaders(schema, msg.params.arguments, req.headers);
+        if (bad !== undefined && bad.kind === 'reject') {
+          fail(res, bad.status, bad.code, bad.message, msg.id, bad.data);
+          return;
+        }
       }
       const scope: RequestScope = {
         era: 'modern',
@@ -389,8 +482,26 @@ export function createMcpHttpHandler(
     scope: RequestScope,
     sessionId: string | undefined,
   ): Promise<void> {
-    const out = await dispatcher.handleRequest(msg, scope, new ResponseAbort(res));
+    const channel = new ResponseAbort(res, req, scope.session as LegacySession | undefined);
+    const out = await dispatcher.handleRequest(msg, scope, channel);
+    if (channel.streaming) {
+      channel.finish(out);
+      return;
+    }
     if (res.destroyed) return;
+    if (scope.era === 'modern' && channel.errorCode !== undefined) {
+      // 2026-07-28 over HTTP: an unknown method is 404, a missing client capability 400.
+      const status =
+        channel.errorCode === METHOD_NOT_FOUND
+          ? 404
+          : channel.errorCode === MISSING_CLIENT_CAPABILITY
+            ? 400
+            : 200;
+      if (status !== 200) {
+        sendJson(res, status, out);
+        return;
+      }
+    }
     respond(req, res, out, sessionId === undefined ? undefined : { 'Mcp-Session-Id': sessionId });
   }
 
@@ -479,7 +590,13 @@ export function createMcpHttpHandler(
     for (const el of batch) {
       const kind = classifyMessage(el);
       if (kind === 'request')
-        pending.push(dispatcher.handleRequest(el as JsonRpcRequest, scope, new ResponseAbort(res)));
+        pending.push(
+          dispatcher.handleRequest(
+            el as JsonRpcRequest,
+            scope,
+            new ResponseAbort(res, req, session, false),
+          ),
+        );
       else if (kind === 'notification')
         dispatcher.handleNotification(el as JsonRpcNotification, scope);
       else if (kind === 'invalid')
@@ -518,6 +635,16 @@ export function createMcpHttpHandler(
     }
     const session = legacySession(req, res);
     if (session === undefined) return;
+    const lastEventId = headerOf(req, 'last-event-id');
+    if (lastEventId !== undefined) {
+      const found = session.resumable?.find(lastEventId);
+      if (found === undefined) {
+        fail(res, 404, SERVER_ERROR, `Not Found: no stream to resume at event ${lastEventId}`);
+        return;
+      }
+      found.stream.resume(res, found.seq, { 'Mcp-Session-Id': session.id });
+      return;
+    }
     if (session.stream !== undefined && !session.stream.closed) {
       fail(res, 409, SERVER_ERROR, 'Conflict: Only one SSE stream is allowed per session');
       return;
@@ -546,6 +673,7 @@ export function createMcpHttpHandler(
   }
 
   function close(): void {
+    removeUpdateListener();
     listens.closeAll();
     sessions.closeAll();
     fanout.close();

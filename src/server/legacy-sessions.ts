@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { newSessionState, type SessionState } from './dispatcher.js';
+import type { ResumableStreams } from './resumable.js';
 import type { SseStream } from './sse.js';
 
 export interface LegacySession extends SessionState {
@@ -11,6 +12,8 @@ export interface LegacySession extends SessionState {
   lastSeen: number;
   /** The standalone GET stream, when the client opened one. */
   stream: SseStream | undefined;
+  /** POST streams a client may resume with Last-Event-ID (2025-11-25), made at the first. */
+  resumable?: ResumableStreams;
 }
 
 export interface SessionStoreOptions {
@@ -52,6 +55,10 @@ export class LegacySessionStore {
     return session;
   }
 
+  values(): IterableIterator<LegacySession> {
+    return this.sessions.values();
+  }
+
   /** Looks a session up and marks it active. */
   touch(id: string): LegacySession | undefined {
     const s = this.sessions.get(id);
@@ -87,7 +94,12 @@ export class LegacySessionStore {
   private endSession(s: LegacySession): void {
     for (const ctl of s.inflight.values()) ctl.abort(new Error('session ended'));
     s.inflight.clear();
+    if (s.outgoing) {
+      for (const pending of s.outgoing.values()) pending.reject(new Error('session ended'));
+      s.outgoing.clear();
+    }
     s.stream?.end();
     s.stream = undefined;
+    s.resumable?.clear();
   }
 }

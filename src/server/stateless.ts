@@ -183,6 +183,7 @@ export interface ListenFilter {
   toolsListChanged?: true;
   promptsListChanged?: true;
   resourcesListChanged?: true;
+  resourceSubscriptions?: string[];
 }
 
 /** Parses `params.notifications`; undefined when it is not a filter object. */
@@ -195,7 +196,11 @@ export function parseListenFilter(
   if (n.toolsListChanged === true) honored.toolsListChanged = true;
   if (n.promptsListChanged === true) honored.promptsListChanged = true;
   if (n.resourcesListChanged === true) honored.resourcesListChanged = true;
-  // resourceSubscriptions are not honoured: this server does not advertise resources.subscribe.
+  const uris = n.resourceSubscriptions;
+  if (Array.isArray(uris)) {
+    const strings = uris.filter((u): u is string => typeof u === 'string');
+    if (strings.length > 0) honored.resourceSubscriptions = strings;
+  }
   return honored;
 }
 
@@ -212,7 +217,12 @@ export function listenFrames(
   id: JsonRpcId,
   filter: ListenFilter,
   serverInfo: Implementation,
-): { ack: string; notes: Record<EntryKind, string>; close: string } {
+): {
+  ack: string;
+  notes: Record<EntryKind, string>;
+  close: string;
+  updated: (uri: string) => string;
+} {
   const stamp = { [SUBSCRIPTION_ID_META_KEY]: id };
   const note = (kind: EntryKind): string =>
     serializeNotification(LIST_CHANGED_METHOD[kind], { _meta: stamp });
@@ -222,6 +232,8 @@ export function listenFrames(
       _meta: stamp,
     }),
     notes: { tools: note('tools'), prompts: note('prompts'), resources: note('resources') },
+    updated: (uri) =>
+      serializeNotification('notifications/resources/updated', { uri, _meta: stamp }),
     close: serializeResult(id, {
       resultType: 'complete',
       _meta: { [SUBSCRIPTION_ID_META_KEY]: id, [SERVER_INFO_META_KEY]: serverInfo },
@@ -237,6 +249,8 @@ export class ListenStreams {
     private readonly fanout: ListChangedFanout,
     private readonly serverInfo: Implementation,
     private readonly maxStreams = 1024,
+    /** Registers a listener for resource updates; returns its remover. */
+    private readonly onResourceUpdated?: (listener: (uri: string) => void) => () => void,
   ) {}
 
   get size(): number {
@@ -270,18 +284,27 @@ export class ListenStreams {
     const frames = listenFrames(id, filter, this.serverInfo);
     const kinds = filterKinds(filter);
     let removeSink: (() => void) | undefined = undefined;
+    let removeUpdates: (() => void) | undefined = undefined;
     const graceful = (): void => {
       stream.send(frames.close);
       stream.end();
     };
     const stream = new SseStream(res, {}, () => {
       removeSink?.();
+      removeUpdates?.();
       this.open.delete(graceful);
     });
     stream.send(frames.ack);
-    if (kinds.size === 0) {
+    const uris = filter.resourceSubscriptions;
+    if (kinds.size === 0 && uris === undefined) {
       graceful();
       return;
+    }
+    if (uris !== undefined && this.onResourceUpdated) {
+      const wanted = new Set(uris);
+      removeUpdates = this.onResourceUpdated((uri) => {
+        if (wanted.has(uri)) stream.send(frames.updated(uri));
+      });
     }
     const sink: ChangeSink = {
       kinds,
@@ -314,4 +337,61 @@ export function sendJson(
       : { 'Content-Type': 'application/json', 'Content-Length': length },
   );
   res.end(body);
+}
+
+/** The `x-mcp-header` parameters of an input schema, found once per schema object. */
+const paramHeaders = new WeakMap<object, [param: string, header: string][]>();
+
+function headersOf(schema: Record<string, unknown>): [string, string][] {
+  let found = paramHeaders.get(schema);
+  if (found === undefined) {
+    found = [];
+    const props = schema.properties;
+    if (isPlainObject(props)) {
+      for (const [param, def] of Object.entries(props)) {
+        const suffix = isPlainObject(def) ? def['x-mcp-header'] : undefined;
+        if (typeof suffix === 'string' && suffix !== '')
+          found.push([param, 'mcp-param-' + suffix.toLowerCase()]);
+      }
+    }
+    paramHeaders.set(schema, found);
+  }
+  return found;
+}
+
+/**
+ * 2026-07-28 (SEP-2243): a tool parameter marked `x-mcp-header: "Name"` travels in the body and
+ * in an `Mcp-Param-Name` header; the two must agree (Base64 sentinel values decoded first).
+ * Returns the rejection, or undefined when they agree.
+ */
+export function checkParamHeaders(
+  schema: Record<string, unknown>,
+  args: unknown,
+  headers: IncomingHttpHeaders,
+): PostRoute | undefined {
+  const list = headersOf(schema);
+  if (list.length === 0) return undefined;
+  const given = isPlainObject(args) ? args : {};
+  for (const [param, name] of list) {
+    const raw = header(headers, name);
+    const value = given[param];
+    const body = value === undefined || value === null ? undefined : String(value);
+    if (raw === undefined) {
+      if (body !== undefined)
+        return mismatch(
+          `the body carries arguments.${param} but the required ${name} header is absent`,
+          '(missing)',
+        );
+      continue;
+    }
+    const decoded = decodeHeaderValue(raw);
+    if (decoded === undefined)
+      return mismatch(`the ${name} header carries an invalid Base64 sentinel value`, raw);
+    if (decoded !== body)
+      return mismatch(
+        `the body carries arguments.${param}=${JSON.stringify(body)} but the ${name} header names ${JSON.stringify(decoded)}`,
+        raw,
+      );
+  }
+  return undefined;
 }

@@ -6,8 +6,8 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Registry } from '../registry/registry.js';
 import type { EntryKind } from '../registry/types.js';
+import { RequestChannel } from './call-peer.js';
 import {
-  LazyAbort,
   createMcpDispatcher,
   newSessionState,
   type DispatcherOptions,
@@ -44,6 +44,18 @@ import {
 } from './protocol.js';
 import { filterKinds, listenFrames, parseListenFilter } from './stateless.js';
 
+/** One stdio request's channel: its messages go out as lines of the shared output. */
+class StdioChannel extends RequestChannel {
+  constructor(private readonly write: (line: string) => void) {
+    super();
+  }
+
+  override send(json: string): boolean {
+    this.write(json);
+    return true;
+  }
+}
+
 export interface StdioOptions extends DispatcherOptions, FanoutOptions {
   input: Readable;
   output: Writable;
@@ -79,6 +91,12 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
   const write = (line: string): void => {
     if (open) output.write(line + '\n');
   };
+
+  // Subscribed resources changed: the peer hears of those it subscribed to.
+  const removeUpdateListener = registry.onResourceUpdated((uri) => {
+    if (session.subscriptions?.has(uri))
+      write(serializeNotification('notifications/resources/updated', { uri }));
+  });
 
   // The one 2025 peer hears about every change once it has initialized.
   const removeLegacySink = fanout.add({
@@ -168,7 +186,10 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
       write(serializeError(echoableId(msg), INVALID_REQUEST, 'Invalid Request'));
       return;
     }
-    if (kind === 'response') return;
+    if (kind === 'response') {
+      dispatcher.handleResponse(msg as Record<string, unknown>, session);
+      return;
+    }
     const m = msg as JsonRpcRequest;
     const meta =
       isPlainObject(m.params) && isPlainObject(m.params._meta) ? m.params._meta : undefined;
@@ -251,12 +272,21 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
     const frames = listenFrames(m.id, filter, dispatcher.serverInfo);
     write(frames.ack);
     const kinds = filterKinds(filter);
-    if (kinds.size === 0) {
+    const uris = filter.resourceSubscriptions;
+    if (kinds.size === 0 && uris === undefined) {
       write(frames.close);
       return;
     }
     listens.get(m.id)?.remove();
-    const remove = fanout.add({ kinds, deliver: (kind) => write(frames.notes[kind]) });
+    const removeSink = fanout.add({ kinds, deliver: (kind) => write(frames.notes[kind]) });
+    const wanted = new Set(uris);
+    const removeUpdates = registry.onResourceUpdated((uri) => {
+      if (wanted.has(uri)) write(frames.updated(uri));
+    });
+    const remove = (): void => {
+      removeSink();
+      removeUpdates();
+    };
     listens.set(m.id, { remove, close: frames.close });
   }
 
@@ -270,8 +300,9 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
   }
 
   function runRequest(m: JsonRpcRequest, scope: RequestScope): Promise<string> {
-    // A controller per request so notifications/cancelled can abort the handler.
-    return dispatcher.handleRequest(m, scope, scope.session ? new LazyAbort() : undefined);
+    // A channel per request: notifications/cancelled aborts it, and messages sent while the
+    // call runs go out as lines before its answer.
+    return dispatcher.handleRequest(m, scope, new StdioChannel(write));
   }
 
   function close(): void {
@@ -283,6 +314,7 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
     listens.clear();
     open = false;
     removeLegacySink();
+    removeUpdateListener();
     fanout.close();
     for (const ctl of session.inflight.values()) ctl.abort(new Error('stdio closed'));
     input.off('data', onData);

@@ -1,0 +1,127 @@
+/**
+ * SSE polling and resumption for 2025-11-25 sessions (SEP-1699): a POST answered as an event
+ * stream opens with a priming event (an id, a `retry` hint, empty data), every later event
+ * carries an id, and the events are kept until the request's answer has been delivered. When
+ * the stream ends early (the server lets go of a long call, or the client drops), a GET with
+ * `Last-Event-ID` replays what the client missed and carries the stream on to its answer.
+ */
+import { randomBytes } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+
+/** Reconnection delay suggested to clients in the priming event. */
+export const DEFAULT_RETRY_MS = 1000;
+/** Streams kept per session waiting for their client to come back; the oldest goes first. */
+const MAX_PARKED = 64;
+/** Events kept per stream for a replay; a chattier call keeps only its latest ones. */
+const MAX_EVENTS = 1000;
+
+export class ResumableStream {
+  private seq = 0;
+  private readonly events: { seq: number; frame: string }[] = [];
+  private res: ServerResponse | undefined;
+  /** The answer has been written to a connected client: nothing is left to resume. */
+  done = false;
+  private answered = false;
+
+  constructor(
+    readonly id: string,
+    res: ServerResponse,
+    private readonly owner: ResumableStreams,
+  ) {
+    this.res = res;
+  }
+
+  /** The priming event: an id to resume from, and when to reconnect. */
+  prime(retryMs: number): void {
+    this.res?.write(`id: ${this.id}_0\nretry: ${retryMs}\ndata: \n\n`);
+  }
+
+  /** Sends one message (kept until the answer is delivered). */
+  send(json: string): void {
+    const seq = ++this.seq;
+    const frame = `id: ${this.id}_${seq}\nevent: message\ndata: ${json}\n\n`;
+    this.events.push({ seq, frame });
+    if (this.events.length > MAX_EVENTS) this.events.shift();
+    this.res?.write(frame);
+  }
+
+  /** Sends the answer; the stream ends when a client is connected to read it. */
+  finish(json: string): void {
+    this.send(json);
+    this.answered = true;
+    if (this.res !== undefined) this.complete();
+  }
+
+  /** Lets go of the client's connection now; it comes back with Last-Event-ID. */
+  detach(retryMs: number): void {
+    const res = this.res;
+    if (res === undefined) return;
+    this.res = undefined;
+    res.end(`retry: ${retryMs}\n\n`);
+    this.owner.park(this);
+  }
+
+  /** The client went away: keep the events for a reconnection. */
+  dropped(): void {
+    if (this.done || this.res === undefined) return;
+    this.res = undefined;
+    this.owner.park(this);
+  }
+
+  /** A reconnecting client: replay what came after `afterSeq`, then carry on. */
+  resume(res: ServerResponse, afterSeq: number, headers: Record<string, string>): void {
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream',
+      'Cache-Control': 'no-cache, no-transform',
+      'X-Accel-Buffering': 'no',
+      ...headers,
+    });
+    for (const e of this.events) if (e.seq > afterSeq) res.write(e.frame);
+    this.res = res;
+    res.once('close', () => this.dropped());
+    if (this.answered) this.complete();
+  }
+
+  private complete(): void {
+    this.done = true;
+    this.res?.end();
+    this.res = undefined;
+    this.owner.forget(this);
+  }
+}
+
+/** One session's streams that may still be resumed. */
+export class ResumableStreams {
+  private readonly parked = new Map<string, ResumableStream>();
+
+  open(res: ServerResponse): ResumableStream {
+    return new ResumableStream(randomBytes(8).toString('hex'), res, this);
+  }
+
+  park(stream: ResumableStream): void {
+    this.parked.set(stream.id, stream);
+    if (this.parked.size > MAX_PARKED) {
+      const oldest = this.parked.keys().next().value as string;
+      this.parked.delete(oldest);
+    }
+  }
+
+  forget(stream: ResumableStream): void {
+    this.parked.delete(stream.id);
+  }
+
+  /** The parked stream a `Last-Event-ID` points into, and the event it names. */
+  find(lastEventId: string): { stream: ResumableStream; seq: number } | undefined {
+    const cut = lastEventId.lastIndexOf('_');
+    if (cut <= 0) return undefined;
+    const stream = this.parked.get(lastEventId.slice(0, cut));
+    const seq = Number(lastEventId.slice(cut + 1));
+    if (stream === undefined || !Number.isInteger(seq) || seq < 0) return undefined;
+    this.parked.delete(stream.id);
+    return { stream, seq };
+  }
+
+  clear(): void {
+    this.parked.clear();
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * 2026-07-28 input rounds and Mcp-Param headers, unit by unit: request states are signed and
+ * bound to their request, retries' answers are checked, and `x-mcp-header` parameters must agree
+ * with their headers.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { RequestChannel, resumeRound } from '../../src/server/call-peer.js';
+import { RpcError } from '../../src/server/jsonrpc.js';
+import { checkParamHeaders } from '../../src/server/stateless.js';
+
+/** Runs one round: asks `keys` through a fresh channel and returns the input_required result. */
+async function roundAsking(
+  params: Record<string, unknown>,
+  keys: string[],
+): Promise<{ result: Record<string, unknown> | undefined; answers: unknown[] }> {
+  const channel = new RequestChannel();
+  const round = resumeRound(params, 'tools/call t', channel);
+  const answers: unknown[] = [];
+  const asks = keys.map((k) =>
+    round.ask(k, 'elicitation/create', { message: k }).then(
+      (a) => answers.push(a),
+      () => answers.push('rejected'),
+    ),
+  );
+  await new Promise((r) => setImmediate(r));
+  await Promise.all(asks);
+  return { result: round.result, answers };
+}
+
+describe('input rounds', () => {
+  it('collects the questions of one turn into one input_required result', async () => {
+    const { result } = await roundAsking({}, ['a', 'b']);
+    assert.equal(result!.resultType, 'input_required');
+    assert.deepEqual(Object.keys(result!.inputRequests as object), ['a', 'b']);
+    assert.equal(typeof result!.requestState, 'string');
+  });
+
+  it('answers from inputResponses and carries used answers in the next state', async () => {
+    const first = await roundAsking(
+      { inputResponses: { a: { action: 'accept', content: { x: 1 } }, extra: { y: 2 } } },
+      ['a', 'b'],
+    );
+    assert.deepEqual(Object.keys(first.result!.inputRequests as object), ['b']);
+    // The next retry answers b; a comes back from the state.
+    const second = await roundAsking(
+      {
+        requestState: first.result!.requestState,
+        inputResponses: { b: { action: 'decline' } },
+      },
+      ['a', 'b'],
+    );
+    assert.equal(second.result, undefined);
+    assert.deepEqual(second.answers, [
+      { action: 'accept', content: { x: 1 } },
+      { action: 'decline' },
+    ]);
+  });
+
+  it('refuses tampered, foreign and malformed input with -32602', async () => {
+    const { result } = await roundAsking({}, ['a']);
+    const state = result!.requestState as string;
+    const bad = (params: Record<string, unknown>, binding = 'tools/call t') =>
+      assert.throws(
+        () => resumeRound(params, binding, new RequestChannel()),
+        (err: unknown) => err instanceof RpcError && err.code === -32602,
+      );
+    bad({ requestState: state + 'x' });
+    bad({ requestState: 'garbage' });
+    bad({ requestState: 42 });
+    bad({ requestState: state }, 'tools/call other');
+    bad({ inputResponses: null });
+    bad({ inputResponses: { a: 12345 } });
+  });
+});
+
+describe('Mcp-Param headers', () => {
+  const schema = {
+    type: 'object',
+    properties: { region: { type: 'string', 'x-mcp-header': 'Region' } },
+  };
+  const check = (args: unknown, headers: Record<string, string>) =>
+    checkParamHeaders(schema, args, headers);
+
+  it('accepts agreeing plain and Base64 values', () => {
+    assert.equal(check({ region: 'eu' }, { 'mcp-param-region': 'eu' }), undefined);
+    assert.equal(
+      check({ region: 'Hello' }, { 'mcp-param-region': '=?base64?SGVsbG8=?=' }),
+      undefined,
+    );
+    assert.equal(check({}, {}), undefined);
+  });
+
+  it('rejects a missing header, a mismatch and bad Base64 with -32020', () => {
+    for (const [args, headers] of [
+      [{ region: 'eu' }, {}],
+      [{ region: 'eu' }, { 'mcp-param-region': 'us' }],
+      [{ region: 'Hello' }, { 'mcp-param-region': '=?base64?SGVsbG8?=' }],
+    ] as const) {
+      const verdict = check(args, headers);
+      assert.equal(verdict?.kind, 'reject');
+      assert.equal(verdict?.kind === 'reject' ? verdict.code : 0, -32020);
+    }
+  });
+});
