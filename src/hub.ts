@@ -5,6 +5,7 @@
 import type { Logger } from './log.js';
 import { Registry } from './registry/registry.js';
 import { PluginHost } from './plugins/plugin-host.js';
+import type { SessionViews } from './lua-api/index.js';
 
 export interface HubOptions {
   hubId?: string;
@@ -12,6 +13,8 @@ export interface HubOptions {
   logger: Logger;
   watch?: boolean;
   memoryLimit?: number;
+  /** Sessions' views, for `mcp.list_tools(session_uuid)`. */
+  sessionViews?: SessionViews;
 }
 
 export interface Hub {
@@ -28,6 +31,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     logger: opts.logger,
     watch: opts.watch,
     memoryLimit: opts.memoryLimit,
+    sessionViews: opts.sessionViews,
   });
   await plugins.start();
   return { registry, plugins, stop: () => plugins.stop() };

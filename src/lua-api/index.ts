@@ -6,11 +6,11 @@ import type { Logger } from '../log.js';
 import type { LuaState } from '../lua/state.js';
 import type { Registry } from '../registry/registry.js';
 import { installLog } from './log.js';
-import { installRegistryApi } from './mcp-registry.js';
+import { installRegistryApi, type SessionViews } from './mcp-registry.js';
 import { installTask } from './task.js';
 import { installVfs } from './vfs.js';
 
-export { endForgottenBatches, normalizeSchema } from './mcp-registry.js';
+export { endForgottenBatches, normalizeSchema, type SessionViews } from './mcp-registry.js';
 export { luaContext } from './context.js';
 
 export interface ApiOptions {
@@ -20,10 +20,16 @@ export interface ApiOptions {
   logger: Logger;
   /** The folder behind `/source/` for `vfs` (none for a single-file plugin). */
   root?: string;
+  /** Sessions' views, for `mcp.list_tools(session_uuid)`. */
+  sessionViews?: SessionViews;
 }
 
 export function installApi(state: LuaState, opts: ApiOptions): void {
-  installRegistryApi(state, { registry: opts.registry, owner: opts.owner });
+  installRegistryApi(state, {
+    registry: opts.registry,
+    owner: opts.owner,
+    sessionViews: opts.sessionViews,
+  });
   installTask(state);
   installLog(state, opts.logger);
   installVfs(state, opts.root);

@@ -50,6 +50,8 @@ export interface StdioOptions extends DispatcherOptions, FanoutOptions {
   /** Longest accepted line in bytes (default 4 MiB). */
   maxLineBytes?: number;
   dispatcher?: McpDispatcher;
+  /** Who the peer acts for (`serve --stdio --session`); default: nobody in particular. */
+  principal?: string;
 }
 
 export interface StdioServer {
@@ -64,10 +66,12 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
   const dispatcher = opts.dispatcher ?? createMcpDispatcher(registry, opts);
   const maxLine = opts.maxLineBytes ?? DEFAULT_MAX_BODY_BYTES;
   const session = newSessionState(undefined);
+  session.principal = opts.principal;
   const legacyScope: RequestScope = {
     era: 'legacy',
     protocolVersion: session.protocolVersion,
     session,
+    principal: opts.principal,
   };
   const fanout = new ListChangedFanout(registry, opts);
   /** 2026 subscriptions on this connection, by listen request id. */
@@ -83,6 +87,7 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
   // The one 2025 peer hears about every change once it has initialized.
   const removeLegacySink = fanout.add({
     kinds: ALL_KINDS,
+    principal: opts.principal,
     deliver: (kind: EntryKind) => {
       if (session.initialized) write(serializeNotification(LIST_CHANGED_METHOD[kind]));
     },
@@ -232,6 +237,7 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
       protocolVersion: version,
       session: undefined,
       clientCapabilities: caps,
+      principal: opts.principal,
     };
     void runRequest(m, scope).then(write);
   }
@@ -256,7 +262,11 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
       return;
     }
     listens.get(m.id)?.remove();
-    const remove = fanout.add({ kinds, deliver: (kind) => write(frames.notes[kind]) });
+    const remove = fanout.add({
+      kinds,
+      principal: opts.principal,
+      deliver: (kind) => write(frames.notes[kind]),
+    });
     listens.set(m.id, { remove, close: frames.close });
   }
 
