@@ -69,7 +69,7 @@ async function serve(flags: ServeFlags): Promise<void> {
     pluginDirs: s.dirs,
     logger,
     watch: flags.watch,
-    sessionViews: (uuid) => access?.viewOfSession(uuid) ?? null,
+    sessionViews: (uuid) => (access === undefined ? null : access.viewOfSession(uuid)),
   });
   // A hub bound to a named address must accept that name in Host (DNS-rebinding check).
   const allowedHosts = isLoopback(s.host) ? [] : [s.host];

@@ -215,7 +215,8 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         const session = optString(args, call, 1, 'list_tools');
         let filter: OwnerFilter;
         if (session !== undefined) {
-          const view = opts.sessionViews?.(session) ?? null;
+          // undefined is a view too (everything); null means no such session.
+          const view = opts.sessionViews === undefined ? null : opts.sessionViews(session);
           if (view === null) return new LuaMulti([undefined, `unknown session: ${session}`]);
           filter = view;
         }
