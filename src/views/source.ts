@@ -92,6 +92,8 @@ export class ScopeSource {
   private async startWatching(): Promise<void> {
     const files = [...this.manifestFiles()];
     if (this.opts.configFile !== undefined) files.push(this.opts.configFile);
+    // Nothing to watch (no config file): chokidar would never report ready.
+    if (files.length === 0) return;
     this.watcher = watch(files, { ignoreInitial: true, atomic: true });
     const onPath = (path: string) => this.schedule(path);
     this.watcher.on('add', onPath).on('change', onPath).on('unlink', onPath);
