@@ -29,10 +29,9 @@ function keyOf(e: ErrorObject): string {
   const params = e.params as { additionalProperty?: string; missingProperty?: string };
   const child = params.additionalProperty ?? params.missingProperty;
   if (child !== undefined) return at ? `${at}.${child}` : child;
-  if (e.keyword === 'propertyNames') {
-    const name = (e.params as { propertyName?: string }).propertyName;
-    if (name !== undefined) return at ? `${at}.${name}` : name;
-  }
+  // A key that breaks `propertyNames`: ajv names it on the error itself.
+  const name = e.propertyName ?? (e.params as { propertyName?: string }).propertyName;
+  if (name !== undefined) return at ? `${at}.${name}` : name;
   return at || '(top level)';
 }
 
