@@ -231,8 +231,14 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         const name = checkString(args, call, 1, 'call_tool');
         const params = optTable(args, call, 2, 'call_tool') ?? {};
         const ctx = contextFromLua(args[2], registry, owner);
+        // The caller's session, when it is one of ours, keeps its view (LUA_API §2.1).
+        const view =
+          ctx.session_uuid === undefined || opts.sessionViews === undefined
+            ? null
+            : opts.sessionViews(ctx.session_uuid);
+        if (view !== null && view !== undefined) ctx.filter = view;
         try {
-          const result = await registry.callTool(name, params, ctx);
+          const result = await registry.callTool(name, params, ctx, ctx.filter);
           if (result.isError) {
             const text = result.content
               .map((c) => (typeof c.text === 'string' ? c.text : ''))

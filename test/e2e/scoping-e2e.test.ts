@@ -69,7 +69,12 @@ describe('plugin scoping per session', () => {
       const b = await connectWithToken(hub.url, era, sessions.B.token);
       const c = await connectWithToken(hub.url, era, sessions.C.token);
       try {
-        assert.deepEqual(await toolNames(a.client), ['beta.echo', 'ctx.echo', 'lister.of']);
+        assert.deepEqual(await toolNames(a.client), [
+          'beta.echo',
+          'ctx.echo',
+          'lister.of',
+          'lister.relay',
+        ]);
         assert.deepEqual(await toolNames(b.client), ['ctx.echo', 'gamma.echo']);
         assert.deepEqual(await toolNames(c.client), [
           'alpha.echo',
@@ -77,6 +82,7 @@ describe('plugin scoping per session', () => {
           'ctx.echo',
           'gamma.echo',
           'lister.of',
+          'lister.relay',
         ]);
         assert.deepEqual(await promptNames(a.client), ['beta-prompt', 'ctx-prompt']);
         assert.deepEqual(await promptNames(b.client), ['ctx-prompt', 'gamma-prompt']);
@@ -171,7 +177,7 @@ describe('plugin scoping per session', () => {
       });
       assert.deepEqual(ofB.structuredContent, { names: ['ctx.echo', 'gamma.echo'] });
       const ofSelf = await c.client.callTool({ name: 'lister.of', arguments: {} });
-      assert.equal((ofSelf.structuredContent as { names: string[] }).names.length, 5);
+      assert.equal((ofSelf.structuredContent as { names: string[] }).names.length, 6);
       const unknown = await c.client.callTool({
         name: 'lister.of',
         arguments: { session: '00000000-0000-4000-8000-000000000000' },
@@ -179,6 +185,24 @@ describe('plugin scoping per session', () => {
       assert.match(JSON.stringify(unknown.structuredContent), /unknown session/);
     } finally {
       await c.client.close();
+    }
+  });
+
+  it("mcp.call_tool(name, params, context) keeps the caller's view", async () => {
+    const a = await connectWithToken(hub.url, 'modern', sessions.A.token);
+    try {
+      const hidden = await a.client.callTool({
+        name: 'lister.relay',
+        arguments: { name: 'alpha.echo' },
+      });
+      assert.deepEqual(hidden.structuredContent, { error: 'Unknown tool: alpha.echo' });
+      const seen = await a.client.callTool({
+        name: 'lister.relay',
+        arguments: { name: 'beta.echo' },
+      });
+      assert.match(JSON.stringify(seen.structuredContent), /plugin.*beta/);
+    } finally {
+      await a.client.close();
     }
   });
 

@@ -36,6 +36,13 @@ mcp.tool("lister.of", {
   table.sort(names)
   return { names = names }
 end)
+mcp.tool("lister.relay", {
+  input_schema = { type = "object", properties = { name = { type = "string" } }, required = { "name" } },
+}, function(params, context)
+  local content, err = mcp.call_tool(params.name, {}, context)
+  if content == nil then return { error = err } end
+  return { text = content[1].text }
+end)
 `;
 
 export interface HubDir {
