@@ -146,7 +146,10 @@ export class Access {
         if (id.agent !== undefined) ctx.agent_name = id.agent;
         if (id.target !== undefined) ctx.target = id.target;
       },
-      viewChanged: (sink, kind) => this.views.viewChanged(sink.principal, kind),
+      // A revoked principal's leftover streams hear nothing more.
+      viewChanged: (sink, kind) =>
+        (sink.principal === undefined || this.directory.get(sink.principal) !== undefined) &&
+        this.views.viewChanged(sink.principal, kind),
       viewEvents: (listener) => this.views.onViewChange(listener),
     };
   }

@@ -231,6 +231,39 @@ describe('plugin scoping per session', () => {
     });
   }
 
+  it('applies an edit of the config file: targets and agents at once, other keys after a restart', async () => {
+    const a = await connectWithToken(hub.url, 'legacy', sessions.A.token);
+    const c = await connectWithToken(hub.url, 'legacy', sessions.C.token);
+    try {
+      await a.client.listTools();
+      const from = hub.log().length;
+      dir.write(
+        'moonhub.yaml',
+        CONFIG.replace(
+          'A: { plugins: [beta, gamma, ctx, lister] }',
+          'A: { plugins: [alpha] }',
+        ).replace('hub_id: scoped', 'hub_id: renamed'),
+      );
+      await hub.waitForLog(/config reloaded/, from);
+      assert.match(
+        hub.log().slice(from),
+        /"keys":\["hub_id"\],"msg":"config change needs a restart to apply"/,
+      );
+      await waitFor(() => a.events.tools > 0, 5000, 'A hears tools/list_changed');
+      assert.deepEqual(await toolNames(a.client), ['alpha.echo']);
+      assert.equal(c.events.tools, 0, 'C was not notified');
+      const r = await a.client.callTool({ name: 'alpha.echo', arguments: {} });
+      assert.equal((r.structuredContent as { hub_id: string }).hub_id, 'scoped');
+      const from2 = hub.log().length;
+      dir.write('moonhub.yaml', 'agents: { A: { plugins: 7 } }');
+      await hub.waitForLog(/config file not applied/, from2);
+      assert.deepEqual(await toolNames(a.client), ['alpha.echo']);
+    } finally {
+      dir.write('moonhub.yaml', CONFIG);
+      await Promise.all([a.client.close(), c.client.close()]);
+    }
+  });
+
   it('keeps the view when a manifest edit is broken, and says so in the log', async () => {
     const b = await connectWithToken(hub.url, 'modern', sessions.B.token);
     try {
