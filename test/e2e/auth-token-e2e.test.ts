@@ -322,6 +322,21 @@ describe('token authentication', () => {
     } finally {
       await client.close();
     }
+    // Revoked while connected: within the store poll, the session sees nothing any more.
+    const s2 = createSession(['--config', config, '--data', dir.data, '--agent', 'A']);
+    const c2 = new Client({ name: 'stdio-revoked', version: '1' });
+    await c2.connect(new StdioClientTransport({ ...s2.mcp_config.stdio, stderr: 'pipe' }));
+    try {
+      assert.equal((await c2.listTools()).tools.length, 1);
+      moonhubCli(['session', 'revoke', s2.session_uuid, '--config', config, '--data', dir.data]);
+      const start = Date.now();
+      while ((await c2.listTools()).tools.length > 0 && Date.now() - start < 5000)
+        await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual((await c2.listTools()).tools, []);
+      await assert.rejects(c2.callTool({ name: 'secret.echo', arguments: {} }), /Unknown tool/);
+    } finally {
+      await c2.close();
+    }
     const bad = moonhubCli([
       'serve',
       '--stdio',

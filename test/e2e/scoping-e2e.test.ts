@@ -264,6 +264,28 @@ describe('plugin scoping per session', () => {
     }
   });
 
+  it('tells a plugin reload only to the sessions that see the plugin', async () => {
+    const b = await connectWithToken(hub.url, 'legacy', sessions.B.token);
+    const c = await connectWithToken(hub.url, 'legacy', sessions.C.token);
+    try {
+      await b.client.listTools();
+      await c.client.listTools();
+      await new Promise((r) => setTimeout(r, 300));
+      const from = hub.log().length;
+      dir.write(
+        'plugins/alpha.lua',
+        scopedPlugin('alpha') + 'mcp.tool("alpha.more", {}, function() return 1 end)\n',
+      );
+      await hub.waitForLog(/"plugin":"alpha".*plugin (re)?loaded/, from);
+      await waitFor(() => c.events.tools > 0, 5000, 'C hears tools/list_changed');
+      assert.ok((await toolNames(c.client)).includes('alpha.more'));
+      await new Promise((r) => setTimeout(r, 400));
+      assert.equal(b.events.tools, 0, 'B, which does not see alpha, was not notified');
+    } finally {
+      await Promise.all([b.client.close(), c.client.close()]);
+    }
+  });
+
   it('keeps the view when a manifest edit is broken, and says so in the log', async () => {
     const b = await connectWithToken(hub.url, 'modern', sessions.B.token);
     try {
