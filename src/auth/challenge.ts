@@ -6,7 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { AuthVerdict } from '../server/index.js';
 
-export const UNAUTHORIZED = -32001;
+const UNAUTHORIZED = -32001;
 
 /** The bearer token of a request; '' when the header is there but not a bearer token. */
 export function bearerToken(req: IncomingMessage): string | undefined {

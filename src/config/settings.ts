@@ -31,8 +31,8 @@ export interface Settings {
   publicUrl: string | undefined;
 }
 
-export const DEFAULT_PORT = 8848;
-export const DEFAULT_DATA_DIR = '.moonhub';
+const DEFAULT_PORT = 8848;
+const DEFAULT_DATA_DIR = '.moonhub';
 const AUTH_MODES: readonly string[] = ['none', 'token', 'oauth'];
 
 export function isAuthMode(value: string): value is AuthMode {

@@ -9,7 +9,7 @@ import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.
 import { parse as parseYaml } from 'yaml';
 
 /** schemas/ at the repository root (this file runs from dist/src/config/). */
-export const SCHEMAS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../..', 'schemas');
+const SCHEMAS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../..', 'schemas');
 
 const compiled = new Map<string, ValidateFunction>();
 

@@ -5,7 +5,7 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
-export const TOKEN_PREFIX = 'mhs_';
+const TOKEN_PREFIX = 'mhs_';
 const SELECTOR = /^[A-Za-z0-9_-]{16}$/;
 const SECRET = /^[A-Za-z0-9_-]{43}$/;
 
@@ -15,7 +15,7 @@ export interface NewToken {
   hash: Buffer;
 }
 
-export function hashSecret(secret: string): Buffer {
+function hashSecret(secret: string): Buffer {
   return createHash('sha256').update(secret).digest();
 }
 

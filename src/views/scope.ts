@@ -7,7 +7,7 @@
 import type { OwnerFilter } from '../registry/types.js';
 import type { AgentConfig, HubConfig, TargetConfig } from '../config/config.js';
 
-export const BUILTIN_PREFIX = 'builtin:';
+const BUILTIN_PREFIX = 'builtin:';
 
 /** An agent manifest file's content. */
 export interface Manifest {
@@ -81,15 +81,4 @@ export function filterOf(scope: Scope): OwnerFilter {
     owner.startsWith(BUILTIN_PREFIX)
       ? builtins === undefined || builtins.has(owner.slice(BUILTIN_PREFIX.length))
       : plugins === undefined || plugins.has(owner);
-}
-
-export function sameScope(a: Scope, b: Scope): boolean {
-  return sameSet(a.plugins, b.plugins) && sameSet(a.builtins, b.builtins);
-}
-
-function sameSet(a: ReadonlySet<string> | undefined, b: ReadonlySet<string> | undefined): boolean {
-  if (a === undefined || b === undefined) return a === b;
-  if (a.size !== b.size) return false;
-  for (const x of a) if (!b.has(x)) return false;
-  return true;
 }

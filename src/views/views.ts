@@ -27,7 +27,6 @@ export interface ViewsOptions {
 
 interface View {
   generation: number;
-  scope: Scope;
   filter: OwnerFilter;
 }
 
@@ -61,10 +60,6 @@ export class Views {
   /** The owner filter of a principal (undefined principal: the unauthenticated caller). */
   filterFor(principal: string | undefined): OwnerFilter {
     return this.view(principal).filter;
-  }
-
-  scopeOf(principal: string | undefined): Scope {
-    return this.view(principal).scope;
   }
 
   /** Principals changed (a session was revoked, for example): recompute views when next used. */
@@ -108,8 +103,7 @@ export class Views {
     const key = principal ?? ANYONE;
     const cached = this.views.get(key);
     if (cached?.generation === this.generation) return cached;
-    const scope = this.resolve(principal);
-    const view: View = { generation: this.generation, scope, filter: filterOf(scope) };
+    const view: View = { generation: this.generation, filter: filterOf(this.resolve(principal)) };
     if (cached === undefined && this.views.size >= this.maxCached) {
       // Map order is insertion order: drop the oldest entry.
       const oldest = this.views.keys().next().value as string;
