@@ -34,6 +34,7 @@ export interface Settings {
 const DEFAULT_PORT = 8848;
 const DEFAULT_DATA_DIR = '.moonhub';
 const AUTH_MODES: readonly string[] = ['none', 'token', 'oauth'];
+const LOOPBACK_URL = /^http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?\//i;
 
 export function isAuthMode(value: string): value is AuthMode {
   return AUTH_MODES.includes(value);
@@ -45,6 +46,10 @@ export function resolveSettings(flags: SettingsFlags): Settings {
   const authMode = flags.auth ?? config.auth?.mode ?? 'none';
   if (authMode === 'oauth' && config.auth?.oauth === undefined)
     throw new Error("auth mode 'oauth' needs the auth.oauth section in the config file");
+  const jwks = config.auth?.oauth?.jwks_uri;
+  // Keys fetched in the clear could be swapped by anyone on the path, except on this machine.
+  if (jwks !== undefined && jwks.startsWith('http:') && !LOOPBACK_URL.test(jwks))
+    throw new Error(`auth.oauth.jwks_uri must be https (http only on loopback): ${jwks}`);
   return {
     config,
     configFile,

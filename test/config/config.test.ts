@@ -123,6 +123,19 @@ auth: { mode: oauth, oauth: { issuer: "https://id.example", jwks_uri: "https://i
     assert.equal(endpointUrl(s), 'http://127.0.0.1:9100/mcp');
     assert.equal(resolveSettings({ config: p }).authMode, 'token');
     assert.throws(() => resolveSettings({ auth: 'oauth' }), /needs the auth.oauth section/);
+    const plain = file(
+      'plain-jwks.yaml',
+      'auth: { oauth: { issuer: "https://id.example", jwks_uri: "http://id.example/jwks" } }',
+    );
+    assert.throws(
+      () => resolveSettings({ config: plain }),
+      /jwks_uri must be https \(http only on loopback\)/,
+    );
+    const local = file(
+      'local-jwks.yaml',
+      'auth: { oauth: { issuer: "http://127.0.0.1:9", jwks_uri: "http://127.0.0.1:9/jwks" } }',
+    );
+    assert.equal(resolveSettings({ config: local }).authMode, 'none');
   });
 });
 
