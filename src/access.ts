@@ -12,6 +12,7 @@ import type { CallContext, OwnerFilter } from './registry/types.js';
 import {
   createRequestGuard,
   type HttpServerOptions,
+  type McpHttpHandler,
   type OriginPolicy,
   type RequestScope,
   type StdioOptions,
@@ -68,6 +69,7 @@ export class Access {
   private readonly directory: PrincipalDirectory;
   private readonly poller: NodeJS.Timeout;
   private storeVersion = -1;
+  private http: McpHttpHandler | undefined;
 
   private constructor(
     private readonly opts: AccessOptions,
@@ -121,13 +123,20 @@ export class Access {
     const version = store.version();
     if (version === this.storeVersion) return;
     this.storeVersion = version;
-    this.directory.forgetSessions();
+    const revoked = this.directory.dropRevokedSessions();
+    if (revoked.length === 0) return;
     this.views.invalidate();
+    // A revoked session's 2025 sessions end now: their streams close, their calls abort.
+    for (const principal of revoked) {
+      const ended = this.http?.sessions.deleteWhere((s) => s.principal === principal) ?? 0;
+      if (ended > 0) this.opts.logger.info({ principal, ended }, 'revoked session disconnected');
+    }
   }
 
-  /** The hub's endpoint URL, once listening: the OAuth audience and the metadata's resource. */
-  listening(url: string): void {
+  /** The hub's endpoint, once listening: its URL (OAuth audience, metadata) and its sessions. */
+  listening(url: string, handler: McpHttpHandler): void {
     this.url = this.opts.settings.publicUrl ?? url;
+    this.http = handler;
   }
 
   private resourceUrl(): string {

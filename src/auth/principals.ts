@@ -75,8 +75,21 @@ export class PrincipalDirectory {
     return identity;
   }
 
-  /** Forgets session identities (the sessions database changed): they are looked up again. */
-  forgetSessions(): void {
-    for (const key of this.known.keys()) if (key.startsWith(SESSION)) this.known.delete(key);
+  /**
+   * Re-checks the session principals seen so far (the sessions database changed): forgets and
+   * returns those whose session is no longer active.
+   */
+  dropRevokedSessions(): string[] {
+    if (this.store === undefined) return [];
+    const out: string[] = [];
+    for (const key of this.known.keys()) {
+      if (!key.startsWith(SESSION)) continue;
+      const rec = this.store.get(key.slice(SESSION.length));
+      if (rec === undefined || rec.revoked_at !== undefined) {
+        this.known.delete(key);
+        out.push(key);
+      }
+    }
+    return out;
   }
 }

@@ -113,7 +113,7 @@ async function serve(flags: ServeFlags): Promise<void> {
     allowedHosts,
     ...access.httpOptions(),
   });
-  access.listening(http.url);
+  access.listening(http.url, http.handler);
   process.stderr.write(
     `moonhub: serving MCP at ${http.url} (${hub.registry.countTools()} tools)\n`,
   );

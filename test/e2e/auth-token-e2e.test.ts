@@ -101,6 +101,7 @@ describe('token authentication', () => {
     assert.equal(revoked.status, 0, revoked.stderr);
     assert.deepEqual(JSON.parse(revoked.stdout), { revoked: s.session_uuid });
     await assert.rejects(c.client.listTools(), /401|nauthorized/);
+    await hub.waitForLog(/revoked session disconnected/);
     const r = await rawPost(hub.url, LIST, { Authorization: `Bearer ${s.token}` });
     assert.equal(r.status, 401);
     assertNoLeak(r.text);
