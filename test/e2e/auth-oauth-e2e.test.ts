@@ -40,6 +40,7 @@ describe('OAuth resource server', () => {
         hub_id: 'oauth-hub',
         plugins: { dirs: ['plugins'] },
         agents: { A: { plugins: ['secret'] }, B: { plugins: ['public'] } },
+        targets: { closed: { plugins: [] } },
         auth: {
           mode: 'oauth',
           oauth: {
@@ -47,6 +48,7 @@ describe('OAuth resource server', () => {
             jwks_uri: issuer.jwksUri,
             scopes: ['mcp:tools'],
             agent_claim: 'agent',
+            target_claim: 'target',
           },
         },
       }),
@@ -123,6 +125,12 @@ describe('OAuth resource server', () => {
       assert.equal(ctx.principal, 'oauth:user-1');
       assert.equal(ctx.agent_name, 'A');
       assert.equal(ctx.hub_id, 'oauth-hub');
+      // A target claim applies its ceiling too.
+      const closed = await rawPost(hub.url, LIST, {
+        Authorization: `Bearer ${signJwt(claims({ sub: 'user-4', target: 'closed' }), rsa)}`,
+      });
+      assert.equal(closed.status, 200);
+      assert.match(closed.text, /"tools":\[\]/);
     } finally {
       await Promise.all([a.client.close(), b.client.close(), b2.client.close()]);
     }
