@@ -6,6 +6,7 @@ import type { Logger } from './log.js';
 import { Registry } from './registry/registry.js';
 import { PluginHost } from './plugins/plugin-host.js';
 import { registerCodeMode, type ExecuteOptions } from './execute/index.js';
+import type { SessionViews } from './lua-api/index.js';
 
 export interface HubOptions {
   hubId?: string;
@@ -15,6 +16,8 @@ export interface HubOptions {
   memoryLimit?: number;
   /** The `execute` and `search_tools` built-ins and execute's limits; false leaves them out. */
   execute?: ExecuteOptions | false;
+  /** Sessions' views, for `mcp.list_tools(session_uuid)`. */
+  sessionViews?: SessionViews;
 }
 
 export interface Hub {
@@ -31,6 +34,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     logger: opts.logger,
     watch: opts.watch,
     memoryLimit: opts.memoryLimit,
+    sessionViews: opts.sessionViews,
   });
   await plugins.start();
   const codeMode =

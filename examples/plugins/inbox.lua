@@ -3,7 +3,7 @@
 -- An agent's address is its session uuid (inbox.whoami tells it). Any caller may send to an
 -- address; only the session that owns an inbox may read it. The owner is always taken from
 -- context.session_uuid, never from an argument, so one agent cannot drain another's inbox.
--- inbox.admin_dump is the one exception, and it is administrative: see ADMIN_PRINCIPALS below.
+-- inbox.admin_dump is the one exception, and it is administrative: see ADMIN_AGENTS below.
 --
 -- Callers without a session: context.session_uuid is nil for a caller that has no MCP session
 -- (a stateless HTTP request, for example). Such a caller has no inbox of its own, so inbox.read,
@@ -14,9 +14,11 @@
 --
 -- Messages are kept in memory: they last until the hub stops or this plugin reloads.
 
--- Principals (context.principal) allowed to call inbox.admin_dump. Empty: nobody, which is the
--- safe default; add the principal your operator authenticates as to enable it.
-local ADMIN_PRINCIPALS = {}
+-- Agents allowed to call inbox.admin_dump. An agent name reaches a handler only from an
+-- authenticated principal: a session the operator created (`moonhub session create --agent
+-- operator`) or an OAuth token whose agent claim says so. A caller without a principal (auth
+-- mode none) is never an administrator, whatever it claims.
+local ADMIN_AGENTS = { "operator" }
 
 -- Bounds that keep the plugin well inside its state's memory ceiling (64 MiB by default) however
 -- callers behave: at most MAX_TOTAL_MESSAGES * MAX_TEXT_BYTES bytes of text are held.
@@ -39,12 +41,11 @@ local function own_session(context, tool)
 end
 
 local function is_admin(context)
-  local principal = context.principal
-  if principal == nil then
+  if context.principal == nil or context.agent_name == nil then
     return false
   end
-  for _, admin in ipairs(ADMIN_PRINCIPALS) do
-    if admin == principal then
+  for _, admin in ipairs(ADMIN_AGENTS) do
+    if admin == context.agent_name then
       return true
     end
   end
@@ -164,14 +165,18 @@ end)
 mcp.tool("inbox.admin_dump", {
   title = "Dump every inbox (administrative)",
   description = "ADMINISTRATIVE: return every session's pending messages without removing them. "
-    .. "Only principals listed in ADMIN_PRINCIPALS (inbox.lua) may call it; not meant for agents.",
+    .. "Only the agents listed in ADMIN_AGENTS (inbox.lua) may call it; not meant for other agents.",
   annotations = { readOnlyHint = true },
 }, function(_, context)
   if not is_admin(context) then
-    error("inbox.admin_dump is administrative: the caller's principal ("
-      .. tostring(context.principal) .. ") is not in ADMIN_PRINCIPALS in inbox.lua", 0)
+    error("inbox.admin_dump is administrative: the calling agent ("
+      .. tostring(context.agent_name) .. ") is not in ADMIN_AGENTS in inbox.lua", 0)
   end
-  log.warn("inbox.admin_dump used", { principal = context.principal, session = context.session_uuid })
+  log.warn("inbox.admin_dump used", {
+    principal = context.principal,
+    agent = context.agent_name,
+    session = context.session_uuid,
+  })
   local dump = {}
   local total = 0
   for session, box in pairs(inboxes) do

@@ -8,11 +8,12 @@ import { createLogger } from '../log.js';
 import { startHub } from '../hub.js';
 import { startHttpServer, serveStdio } from '../server/index.js';
 import { packageVersion } from '../server/protocol.js';
-import { loadConfig, type HubConfig } from '../config/config.js';
+import { resolveSettings, isAuthMode } from '../config/settings.js';
+import type { AuthMode } from '../config/config.js';
+import { Access, checkExposure, isLoopback } from '../access.js';
+import { addSessionCommands } from './session-commands.js';
 import { runScript } from './run-script.js';
 import { toJsonText } from '../registry/results.js';
-
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
 function port(value: string): number {
   const n = Number(value);
@@ -31,6 +32,11 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
+function authMode(value: string): AuthMode {
+  if (!isAuthMode(value)) throw new InvalidArgumentError('one of none, token, oauth');
+  return value;
+}
+
 interface ServeFlags {
   plugins: string[];
   port?: number;
@@ -40,62 +46,74 @@ interface ServeFlags {
   watch: boolean;
   logLevel?: string;
   hubId?: string;
-}
-
-/** Command-line flags override the config file; `--plugins` adds to its directories. */
-function settings(flags: {
-  plugins: string[];
-  config?: string;
-  port?: number;
-  host?: string;
-  hubId?: string;
-}): Required<Pick<HubConfig, 'hub_id'>> & { dirs: string[]; host: string; port: number } {
-  const config = flags.config ? loadConfig(flags.config) : {};
-  const dirs = [...(config.plugins?.dirs ?? []), ...flags.plugins].map((d) => resolve(d));
-  return {
-    hub_id: flags.hubId ?? config.hub_id ?? 'moonhub',
-    dirs,
-    host: flags.host ?? config.listen?.host ?? '127.0.0.1',
-    port: flags.port ?? config.listen?.port ?? 8848,
-  };
+  auth?: AuthMode;
+  data?: string;
+  url?: string;
+  session?: string;
+  force?: boolean;
 }
 
 async function serve(flags: ServeFlags): Promise<void> {
   const logger = createLogger(flags.logLevel);
-  const s = settings(flags);
+  const s = resolveSettings(flags);
   if (s.dirs.length === 0)
     throw new Error(
       'no plugins directory: pass --plugins DIR or set plugins.dirs in the config file',
     );
-  const hub = await startHub({ hubId: s.hub_id, pluginDirs: s.dirs, logger, watch: flags.watch });
+  if (flags.session !== undefined && !flags.stdio)
+    throw new Error('--session is for --stdio; over HTTP a session presents its token');
+  if (!flags.stdio) checkExposure(s, flags.force === true, logger);
+  let access: Access | undefined = undefined;
+  const hub = await startHub({
+    hubId: s.hub_id,
+    pluginDirs: s.dirs,
+    logger,
+    watch: flags.watch,
+    sessionViews: (uuid) => (access === undefined ? null : access.viewOfSession(uuid)),
+  });
+  // A hub bound to a named address must accept that name in Host (DNS-rebinding check).
+  const allowedHosts = isLoopback(s.host) ? [] : [s.host];
+  try {
+    access = await Access.open({
+      settings: s,
+      registry: hub.registry,
+      logger,
+      watch: flags.watch,
+      originPolicy: { allowedHosts },
+    });
+  } catch (err) {
+    await hub.stop();
+    throw err;
+  }
   const onError = (err: unknown) => logger.error({ err }, 'internal error while serving a request');
 
   if (flags.stdio) {
-    const server = serveStdio(hub.registry, {
-      input: process.stdin,
-      output: process.stdout,
-      onError,
-    });
+    let server: ReturnType<typeof serveStdio>;
+    try {
+      server = serveStdio(hub.registry, {
+        input: process.stdin,
+        output: process.stdout,
+        onError,
+        ...access.stdioOptions(flags.session),
+      });
+    } catch (err) {
+      await Promise.allSettled([access.close(), hub.stop()]);
+      throw err;
+    }
     process.stderr.write(`moonhub: serving MCP on stdio (${hub.registry.countTools()} tools)\n`);
     await server.closed;
-    await hub.stop();
+    await Promise.allSettled([access.close(), hub.stop()]);
     return;
   }
 
-  if (!LOOPBACK.has(s.host)) {
-    logger.warn(
-      { host: s.host },
-      'WARNING: listening on a non-loopback address without authentication; anyone who can reach it can call every tool',
-    );
-  }
-  // A hub bound to a named address must accept that name in Host (DNS-rebinding check).
-  const allowedHosts = LOOPBACK.has(s.host) ? [] : [s.host];
   const http = await startHttpServer(hub.registry, {
     host: s.host,
     port: s.port,
     onError,
     allowedHosts,
+    ...access.httpOptions(),
   });
+  access.listening(http.url, http.handler);
   process.stderr.write(
     `moonhub: serving MCP at ${http.url} (${hub.registry.countTools()} tools)\n`,
   );
@@ -103,7 +121,7 @@ async function serve(flags: ServeFlags): Promise<void> {
     const stop = () => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
-      void Promise.allSettled([http.close(), hub.stop()]).then(() => done());
+      void Promise.allSettled([http.close(), access.close(), hub.stop()]).then(() => done());
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
@@ -120,7 +138,7 @@ interface RunFlags {
 
 async function run(file: string, flags: RunFlags): Promise<void> {
   const logger = createLogger(flags.logLevel ?? 'warn');
-  const s = settings(flags);
+  const s = resolveSettings(flags);
   const hub = await startHub({
     hubId: s.hub_id,
     pluginDirs: s.dirs,
@@ -159,6 +177,16 @@ export function buildProgram(): Command {
     .option('--hub-id <id>', "this hub's id, shown to handlers as context.hub_id")
     .option('--no-watch', 'do not reload plugins when their files change')
     .option('--log-level <level>', 'trace, debug, info, warn, error (default info)')
+    .addOption(
+      new Option(
+        '--auth <mode>',
+        "none, token or oauth (default: the config's, or none)",
+      ).argParser(authMode),
+    )
+    .option('--data <dir>', 'the data folder holding the sessions database (default ./.moonhub)')
+    .option('--url <url>', "the endpoint's public URL (default http://HOST:PORT/mcp)")
+    .option('--session <uuid>', 'with --stdio: act as this session (its agent, target and view)')
+    .option('--force', 'serve auth mode none on a non-loopback address anyway (dangerous)')
     .action((flags: ServeFlags) => serve(flags));
 
   program
@@ -176,6 +204,8 @@ export function buildProgram(): Command {
     .option('-c, --config <file>', 'config file (JSON or YAML)')
     .option('--log-level <level>', 'log level on stderr (default warn)')
     .action((file: string, flags: RunFlags) => run(file, flags));
+
+  addSessionCommands(program, collect);
 
   return program;
 }

@@ -1,57 +1,61 @@
 /**
  * The config file (`--config FILE`, JSON or YAML by extension), checked against the published
- * schema in schemas/config.schema.json; an error names the key at fault.
+ * schema in schemas/config.schema.json; an error names the key at fault. Paths in the file
+ * (plugins directories, agent manifests) are relative to the file.
  */
-import { readFileSync } from 'node:fs';
-import { dirname, extname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import { parse as parseYaml } from 'yaml';
+import { dirname, resolve } from 'node:path';
+import { loadDataFile } from './validate.js';
+
+export type AuthMode = 'none' | 'token' | 'oauth';
+
+/** What a session of a target may see at most (LUA_API §2.1). */
+export interface TargetConfig {
+  plugins?: string[];
+  builtins?: string[];
+}
+
+/** What an agent's sessions may see, narrowing the target's ceiling. */
+export interface AgentConfig {
+  plugins?: string[];
+  builtins?: string[];
+  /** Absolute path of a JSON/YAML file holding {plugins?, builtins?}; watched while serving. */
+  manifest?: string;
+}
+
+export interface OAuthConfig {
+  issuer: string;
+  jwks_uri: string;
+  /** Default: the hub's public URL. */
+  audience?: string;
+  /** Default: "agent". */
+  agent_claim?: string;
+  target_claim?: string;
+  scopes?: string[];
+}
+
+export interface AuthConfig {
+  mode?: AuthMode;
+  allow_remote_none?: boolean;
+  oauth?: OAuthConfig;
+}
 
 export interface HubConfig {
   hub_id?: string;
+  public_url?: string;
   listen?: { host?: string; port?: number };
   plugins?: { dirs?: string[] };
+  targets?: Record<string, TargetConfig>;
+  agents?: Record<string, AgentConfig>;
+  auth?: AuthConfig;
 }
 
-const schemaPath = resolve(
-  dirname(fileURLToPath(import.meta.url)),
-  '../../..',
-  'schemas/config.schema.json',
-);
-let validate: ReturnType<Ajv2020['compile']> | undefined;
-
 export function loadConfig(file: string): HubConfig {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new Error(`cannot read config file ${file}: ${(err as Error).message}`);
+  const config = loadDataFile(file, 'config.schema.json', 'config file') as HubConfig;
+  // Paths in the file are relative to the file, not to wherever the hub was started.
+  const base = dirname(resolve(file));
+  if (config.plugins?.dirs) config.plugins.dirs = config.plugins.dirs.map((d) => resolve(base, d));
+  for (const agent of Object.values(config.agents ?? {})) {
+    if (agent.manifest !== undefined) agent.manifest = resolve(base, agent.manifest);
   }
-  let data: unknown;
-  try {
-    data = ['.yaml', '.yml'].includes(extname(file).toLowerCase())
-      ? parseYaml(text)
-      : JSON.parse(text);
-  } catch (err) {
-    throw new Error(
-      `config file ${file} is not valid ${extname(file) === '.json' ? 'JSON' : 'YAML'}: ${(err as Error).message}`,
-    );
-  }
-  validate ??= new Ajv2020({ allErrors: false, strict: true }).compile(
-    JSON.parse(readFileSync(schemaPath, 'utf8')) as object,
-  );
-  if (!validate(data)) {
-    const e = validate.errors?.[0];
-    const at = e?.instancePath ? e.instancePath.slice(1).replace(/\//g, '.') : '';
-    const extra = (e?.params as { additionalProperty?: string } | undefined)?.additionalProperty;
-    const key = extra ? (at ? `${at}.${extra}` : extra) : at || '(top level)';
-    const why = extra ? 'is not a known setting' : (e?.message ?? 'is invalid');
-    throw new Error(`config file ${file}: '${key}' ${why}`);
-  }
-  const config = data as HubConfig;
-  // Directories in the file are relative to the file, not to wherever the hub was started.
-  if (config.plugins?.dirs)
-    config.plugins.dirs = config.plugins.dirs.map((d) => resolve(dirname(file), d));
   return config;
 }

@@ -7,13 +7,13 @@ import type { LuaState } from '../lua/state.js';
 import type { Registry } from '../registry/registry.js';
 import { installContext } from './context.js';
 import { installLog } from './log.js';
-import { installRegistryApi } from './mcp-registry.js';
+import { installRegistryApi, type SessionViews } from './mcp-registry.js';
 import { installTask } from './task.js';
 import { installVfs } from './vfs.js';
 import { installScriptApi } from './script-api.js';
 import { registryCaller } from './tool-caller.js';
 
-export { endForgottenBatches, normalizeSchema } from './mcp-registry.js';
+export { endForgottenBatches, normalizeSchema, type SessionViews } from './mcp-registry.js';
 export { luaContext } from './context.js';
 export { installScriptApi, type ScriptApiOptions } from './script-api.js';
 export { registryCaller, type ToolCaller } from './tool-caller.js';
@@ -25,11 +25,17 @@ export interface ApiOptions {
   logger: Logger;
   /** The folder behind `/source/` for `vfs` (none for a single-file plugin). */
   root?: string;
+  /** Sessions' views, for `mcp.list_tools(session_uuid)`. */
+  sessionViews?: SessionViews;
 }
 
 export function installApi(state: LuaState, opts: ApiOptions): void {
   installContext(state);
-  installRegistryApi(state, { registry: opts.registry, owner: opts.owner });
+  installRegistryApi(state, {
+    registry: opts.registry,
+    owner: opts.owner,
+    sessionViews: opts.sessionViews,
+  });
   installTask(state);
   installLog(state, opts.logger);
   installVfs(state, opts.root);

@@ -10,7 +10,7 @@ import { LuaArgumentError } from '../lua/errors.js';
 import type { Registry } from '../registry/registry.js';
 import { RegistryError } from '../registry/errors.js';
 import { toPromptResult, toResourceContents, toToolResult } from '../registry/results.js';
-import type { CallContext, PromptArgument } from '../registry/types.js';
+import type { CallContext, OwnerFilter, PromptArgument } from '../registry/types.js';
 import { checkFunction, checkString, checkTable, optString, optTable } from './args.js';
 import { callWithContext } from './context.js';
 import { completerRefs, luaCompleter } from './completions.js';
@@ -20,7 +20,12 @@ export interface RegistryBindingOptions {
   registry: Registry;
   /** The plugin that owns what this state registers. */
   owner: string;
+  /** A session's view, for `mcp.list_tools(session_uuid)`; null for an unknown session. */
+  sessionViews?: SessionViews;
 }
+
+/** What a session (by its uuid) may see: its owner filter, or null when there is no such session. */
+export type SessionViews = (session_uuid: string) => OwnerFilter | null;
 
 /** Keywords whose value is an array: an empty Lua table there means `[]`, not `{}`. */
 const ARRAY_KEYWORDS = new Set([
@@ -230,10 +235,19 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
       fn: (args, call) => registry.removeTool(checkString(args, call, 1, 'remove_tool')),
     },
     list_tools: {
-      fn: () =>
-        registry
-          .listTools()
-          .map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema })),
+      fn: (args, call) => {
+        const session = optString(args, call, 1, 'list_tools');
+        let filter: OwnerFilter;
+        if (session !== undefined) {
+          // undefined is a view too (everything); null means no such session.
+          const view = opts.sessionViews === undefined ? null : opts.sessionViews(session);
+          if (view === null) return new LuaMulti([undefined, `unknown session: ${session}`]);
+          filter = view;
+        }
+        return registry
+          .listTools(filter)
+          .map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema }));
+      },
     },
     call_tool: {
       async: true,
@@ -241,8 +255,14 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         const name = checkString(args, call, 1, 'call_tool');
         const params = optTable(args, call, 2, 'call_tool') ?? {};
         const ctx = contextFromLua(args[2], registry, owner);
+        // The caller's session, when it is one of ours, keeps its view (LUA_API §2.1).
+        const view =
+          ctx.session_uuid === undefined || opts.sessionViews === undefined
+            ? null
+            : opts.sessionViews(ctx.session_uuid);
+        if (view !== null && view !== undefined) ctx.filter = view;
         try {
-          const result = await registry.callTool(name, params, ctx);
+          const result = await registry.callTool(name, params, ctx, ctx.filter);
           if (result.isError) {
             const text = result.content
               .map((c) => (typeof c.text === 'string' ? c.text : ''))

@@ -11,7 +11,7 @@ import type { Logger } from '../log.js';
 import { LuaState } from '../lua/state.js';
 import { LuaError } from '../lua/errors.js';
 import type { Registry } from '../registry/registry.js';
-import { installApi, endForgottenBatches } from '../lua-api/index.js';
+import { installApi, endForgottenBatches, type SessionViews } from '../lua-api/index.js';
 import { discoverPlugins, locatePlugin, type PluginSource } from './discover.js';
 
 export interface PluginHostOptions {
@@ -26,6 +26,8 @@ export interface PluginHostOptions {
   memoryLimit?: number;
   /** Time limit for a plugin's top-level chunk (default 10 s). */
   loadTimeoutMs?: number;
+  /** Sessions' views, for `mcp.list_tools(session_uuid)`. */
+  sessionViews?: SessionViews;
 }
 
 export interface PluginStatus {
@@ -139,7 +141,13 @@ export class PluginHost {
         print: (text) => log.info({ source: 'print' }, text),
         findModule: (name) => this.findModule(source, name),
       });
-      installApi(state, { registry, owner: source.name, logger: log, root: source.folder });
+      installApi(state, {
+        registry,
+        owner: source.name,
+        logger: log,
+        root: source.folder,
+        sessionViews: this.opts.sessionViews,
+      });
       registry.reset(source.name);
       const ref = state.load(code, `@${this.chunkName(source.entry)}`);
       await state.call(ref, [], { timeoutMs: this.opts.loadTimeoutMs ?? 10_000 });

@@ -98,6 +98,11 @@ export interface DispatcherOptions {
    * once per list/call/get/read request; cache inside it (e.g. per principal and registry version).
    */
   filterFor?: (scope: RequestScope) => OwnerFilter;
+  /**
+   * Identity hook: fills who the caller is (session_uuid, agent_name, target) into a call's
+   * context, after the dispatcher has set hub_id, request_id, principal and filter.
+   */
+  contextFor?: (scope: RequestScope, ctx: CallContext) => void;
   /** Internal errors (handler bugs); never written to stdout. */
   onError?: (err: unknown) => void;
 }
@@ -141,6 +146,7 @@ export function createMcpDispatcher(
     completions: {},
   };
   const filterFor = opts.filterFor;
+  const contextFor = opts.contextFor;
   const onError = opts.onError;
   const hubId = registry.hubId;
   const serverInfoMeta = { [SERVER_INFO_META_KEY]: serverInfo };
@@ -180,6 +186,9 @@ export function createMcpDispatcher(
     if (session?.id !== undefined) ctx.session_uuid = session.id;
     const principal = scope.principal ?? session?.principal;
     if (principal !== undefined) ctx.principal = principal;
+    const filter = filterFor?.(scope);
+    if (filter !== undefined) ctx.filter = filter;
+    contextFor?.(scope, ctx);
     return ctx;
   }
 

@@ -57,10 +57,20 @@ export { DEFAULT_MAX_BODY_BYTES };
 /** The first revision whose clients understand priming events and resumption (SEP-1699). */
 const RESUMABLE_VERSION = '2025-11-25';
 
+/** What `HttpHandlerOptions.authenticate` decided: who is calling, or the refusal to send. */
+export type AuthVerdict =
+  | { ok: true; principal: string | undefined }
+  | { ok: false; status: number; headers?: Record<string, string>; body: string };
+
 export interface HttpHandlerOptions
   extends DispatcherOptions, OriginPolicy, SessionStoreOptions, FanoutOptions {
   /** The MCP endpoint path (default `/mcp`). */
   path?: string;
+  /**
+   * Authentication, after the Host/Origin check and before anything else. The principal rides
+   * in the RequestScope; a 2025 session belongs to the principal that created it. Default: none.
+   */
+  authenticate?: (req: IncomingMessage) => AuthVerdict | Promise<AuthVerdict>;
   /** Largest accepted POST body in bytes (default 4 MiB). */
   maxBodyBytes?: number;
   /** Reuse a dispatcher (e.g. shared with stdio); otherwise one is made from the options. */
@@ -70,6 +80,8 @@ export interface HttpHandlerOptions
 export interface HttpServerOptions extends HttpHandlerOptions {
   /** Interface to bind (default 127.0.0.1). */
   host?: string;
+  /** Answers requests outside the MCP endpoint (admin API, metadata); true when it answered. */
+  otherRoutes?: (req: IncomingMessage, res: ServerResponse) => boolean;
   /** Port (default 0: any free port). */
   port?: number;
 }
@@ -182,6 +194,12 @@ interface BodyState {
 }
 const BODY = Symbol('moonhub.body');
 type BodyRequest = IncomingMessage & { [BODY]?: BodyState };
+const PRINCIPAL = Symbol('moonhub.principal');
+type AuthedRequest = IncomingMessage & { [PRINCIPAL]?: string };
+
+function principalOf(req: IncomingMessage): string | undefined {
+  return (req as AuthedRequest)[PRINCIPAL];
+}
 
 function headerOf(req: IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
@@ -237,6 +255,7 @@ export function createMcpHttpHandler(
     }
   });
   const scopes = new WeakMap<LegacySession, RequestScope>();
+  const authenticate = opts.authenticate;
 
   function legacyScope(session: LegacySession): RequestScope {
     let scope = scopes.get(session);
@@ -284,6 +303,16 @@ export function createMcpHttpHandler(
         req.resume();
         return;
       }
+      if (authenticate !== undefined && !(PRINCIPAL in req)) {
+        const auth = authenticate(req);
+        if (auth instanceof Promise)
+          auth.then(
+            (v) => authenticated(req, res, v),
+            (err: unknown) => internalFailure(res, err),
+          );
+        else authenticated(req, res, auth);
+        return;
+      }
       switch (req.method) {
         case 'POST':
           readBody(req, res);
@@ -302,6 +331,23 @@ export function createMcpHttpHandler(
     } catch (err) {
       internalFailure(res, err);
     }
+  }
+
+  /** Goes on with an authenticated request (handle() again, now with its principal set). */
+  function authenticated(req: IncomingMessage, res: ServerResponse, verdict: AuthVerdict): void {
+    if (!verdict.ok) {
+      const length = String(Buffer.byteLength(verdict.body));
+      res.writeHead(verdict.status, {
+        'Content-Type': 'application/json',
+        'Content-Length': length,
+        ...verdict.headers,
+      });
+      res.end(verdict.body);
+      req.resume();
+      return;
+    }
+    (req as AuthedRequest)[PRINCIPAL] = verdict.principal;
+    handle(req, res);
   }
 
   function internalFailure(res: ServerResponse, err: unknown): void {
@@ -431,7 +477,7 @@ export function createMcpHttpHandler(
         return;
       }
       if (msg.method === 'subscriptions/listen') {
-        listens.serve(res, msg.id, msg.params);
+        listens.serve(res, msg.id, msg.params, principalOf(req));
         return;
       }
       if (msg.method === 'tools/call' && typeof msg.params?.name === 'string') {
@@ -450,6 +496,7 @@ export function createMcpHttpHandler(
         protocolVersion: route.version,
         session: undefined,
         clientCapabilities: route.clientCapabilities,
+        principal: principalOf(req),
       };
       return answer(req, res, msg, scope, undefined);
     }
@@ -460,6 +507,7 @@ export function createMcpHttpHandler(
         fail(res, 503, SERVER_ERROR, 'Service Unavailable: too many sessions', msg.id);
         return;
       }
+      session.principal = principalOf(req);
       const out = await dispatcher.handleRequest(msg, legacyScope(session));
       legacyScope(session);
       respond(req, res, out, { 'Mcp-Session-Id': session.id });
@@ -528,7 +576,8 @@ export function createMcpHttpHandler(
       return undefined;
     }
     const session = sessions.touch(sid);
-    if (session === undefined) {
+    // A session used by another principal than its creator's is, to that caller, not there.
+    if (session === undefined || session.principal !== principalOf(req)) {
       fail(res, 404, SESSION_NOT_FOUND, 'Session not found');
       return undefined;
     }
@@ -688,7 +737,14 @@ export function startHttpServer(
   opts: HttpServerOptions = {},
 ): Promise<HttpServerHandle> {
   const handler = createMcpHttpHandler(registry, opts);
-  const server = createServer(handler.handle);
+  const other = opts.otherRoutes;
+  const server = createServer(
+    other === undefined
+      ? handler.handle
+      : (req, res) => {
+          if (!other(req, res)) handler.handle(req, res);
+        },
+  );
   const host = opts.host ?? '127.0.0.1';
   return new Promise((resolve, reject) => {
     server.once('error', reject);

@@ -10,6 +10,7 @@ export {
 export {
   createMcpHttpHandler,
   startHttpServer,
+  type AuthVerdict,
   type HttpHandlerOptions,
   type HttpServerHandle,
   type HttpServerOptions,

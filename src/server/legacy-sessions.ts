@@ -74,6 +74,18 @@ export class LegacySessionStore {
     return true;
   }
 
+  /** Ends every session `pred` picks (say, those of a revoked principal); returns how many. */
+  deleteWhere(pred: (s: LegacySession) => boolean): number {
+    let n = 0;
+    for (const [id, s] of this.sessions) {
+      if (!pred(s)) continue;
+      this.sessions.delete(id);
+      this.endSession(s);
+      n++;
+    }
+    return n;
+  }
+
   /** Ends sessions idle for longer than the timeout; an open GET stream counts as activity. */
   sweep(now: number): void {
     for (const [id, s] of this.sessions) {

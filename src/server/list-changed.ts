@@ -29,6 +29,11 @@ export interface FanoutOptions {
    * A scoped view compares its cached entries (per principal and registry version) here.
    */
   viewChanged?: (sink: ChangeSink, kind: EntryKind) => boolean;
+  /**
+   * Changes of views that the registry does not see (a manifest edit, say): subscribe to them
+   * and publish them like registry changes, `viewChanged` deciding per sink.
+   */
+  viewEvents?: (listener: (kinds: ReadonlySet<EntryKind>) => void) => () => void;
 }
 
 export class ListChangedFanout {
@@ -38,7 +43,12 @@ export class ListChangedFanout {
 
   constructor(registry: Registry, opts: FanoutOptions = {}) {
     this.viewChanged = opts.viewChanged;
-    this.unsubscribe = registry.onChange((kinds) => this.publish(kinds));
+    const offRegistry = registry.onChange((kinds) => this.publish(kinds));
+    const offViews = opts.viewEvents?.((kinds) => this.publish(kinds));
+    this.unsubscribe = () => {
+      offRegistry();
+      offViews?.();
+    };
   }
 
   get size(): number {

@@ -62,6 +62,8 @@ export interface StdioOptions extends DispatcherOptions, FanoutOptions {
   /** Longest accepted line in bytes (default 4 MiB). */
   maxLineBytes?: number;
   dispatcher?: McpDispatcher;
+  /** Who the peer acts for (`serve --stdio --session`); default: nobody in particular. */
+  principal?: string;
 }
 
 export interface StdioServer {
@@ -76,10 +78,12 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
   const dispatcher = opts.dispatcher ?? createMcpDispatcher(registry, opts);
   const maxLine = opts.maxLineBytes ?? DEFAULT_MAX_BODY_BYTES;
   const session = newSessionState(undefined);
+  session.principal = opts.principal;
   const legacyScope: RequestScope = {
     era: 'legacy',
     protocolVersion: session.protocolVersion,
     session,
+    principal: opts.principal,
   };
   const fanout = new ListChangedFanout(registry, opts);
   /** 2026 subscriptions on this connection, by listen request id. */
@@ -101,6 +105,7 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
   // The one 2025 peer hears about every change once it has initialized.
   const removeLegacySink = fanout.add({
     kinds: ALL_KINDS,
+    principal: opts.principal,
     deliver: (kind: EntryKind) => {
       if (session.initialized) write(serializeNotification(LIST_CHANGED_METHOD[kind]));
     },
@@ -253,6 +258,7 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
       protocolVersion: version,
       session: undefined,
       clientCapabilities: caps,
+      principal: opts.principal,
     };
     void runRequest(m, scope).then(write);
   }
@@ -278,7 +284,11 @@ export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer 
       return;
     }
     listens.get(m.id)?.remove();
-    const removeSink = fanout.add({ kinds, deliver: (kind) => write(frames.notes[kind]) });
+    const removeSink = fanout.add({
+      kinds,
+      principal: opts.principal,
+      deliver: (kind) => write(frames.notes[kind]),
+    });
     const wanted = new Set(uris);
     const removeUpdates = registry.onResourceUpdated((uri) => {
       if (wanted.has(uri)) write(frames.updated(uri));

@@ -1,0 +1,244 @@
+/**
+ * Who may see and call what: wires the sessions database, the principal directory, the chosen
+ * authentication mode, the per-principal views and the admin API into the hooks the transports
+ * take (src/server knows nothing of any of them). One object per hub process.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from './log.js';
+import type { Registry } from './registry/registry.js';
+import type { CallContext, OwnerFilter } from './registry/types.js';
+import {
+  createRequestGuard,
+  type HttpServerOptions,
+  type McpHttpHandler,
+  type OriginPolicy,
+  type RequestScope,
+  type StdioOptions,
+} from './server/index.js';
+import type { Settings } from './config/settings.js';
+import { DATABASE_FILE, SessionStore } from './sessions/store.js';
+import { adminApi } from './sessions/admin-api.js';
+import { PrincipalDirectory, sessionPrincipal } from './auth/principals.js';
+import { oauthAuthenticator, tokenAuthenticator, type Authenticate } from './auth/authenticate.js';
+import { METADATA_PATH, metadataDocument, metadataUrlFor, sendMetadata } from './auth/metadata.js';
+import { ScopeSource } from './views/source.js';
+import { Views } from './views/views.js';
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+
+export function isLoopback(host: string): boolean {
+  return LOOPBACK.has(host.toLowerCase());
+}
+
+/**
+ * Auth mode none on a non-loopback address is refused unless forced (`--force` or
+ * `auth.allow_remote_none`), and then loudly warned about.
+ */
+export function checkExposure(s: Settings, force: boolean, logger: Logger): void {
+  if (s.authMode !== 'none' || isLoopback(s.host)) return;
+  if (!force && s.config.auth?.allow_remote_none !== true)
+    throw new Error(
+      `refusing to serve ${s.host} without authentication: anyone who can reach it could call every tool. ` +
+        'Use auth mode token or oauth (--auth token), bind 127.0.0.1, or pass --force to do it anyway',
+    );
+  const warning =
+    'WARNING: serving WITHOUT AUTHENTICATION on a non-loopback address; anyone who can reach it can call every tool';
+  logger.warn({ host: s.host }, warning);
+  process.stderr.write(`moonhub: ${warning} (${s.host})\n`);
+}
+
+export interface AccessOptions {
+  settings: Settings;
+  registry: Registry;
+  logger: Logger;
+  /** Watch the config file and manifests (default true). */
+  watch?: boolean;
+  /** The HTTP endpoint's Host/Origin policy, applied to the admin API too. */
+  originPolicy?: OriginPolicy;
+  /** How often the sessions database is checked for revocations (default 500 ms). */
+  pollMs?: number;
+}
+
+type ViewHooks = Pick<HttpServerOptions, 'filterFor' | 'contextFor' | 'viewChanged' | 'viewEvents'>;
+
+export class Access {
+  private store: SessionStore | undefined;
+  private url: string | undefined;
+  private readonly directory: PrincipalDirectory;
+  private readonly poller: NodeJS.Timeout;
+  private storeVersion = -1;
+  private http: McpHttpHandler | undefined;
+
+  private constructor(
+    private readonly opts: AccessOptions,
+    private readonly source: ScopeSource,
+    readonly views: Views,
+    directory: PrincipalDirectory,
+    store: SessionStore | undefined,
+  ) {
+    this.directory = directory;
+    this.store = store;
+    this.poller = setInterval(() => this.pollStore(), opts.pollMs ?? 500);
+    this.poller.unref();
+  }
+
+  static async open(opts: AccessOptions): Promise<Access> {
+    const s = opts.settings;
+    const source = await ScopeSource.open({
+      config: s.config,
+      configFile: s.configFile,
+      logger: opts.logger,
+      watch: opts.watch,
+    });
+    // The database is made when sessions are needed (token mode); otherwise used if it exists.
+    const store =
+      s.authMode === 'token' || existsSync(join(s.dataDir, DATABASE_FILE))
+        ? SessionStore.open(s.dataDir)
+        : undefined;
+    let views: Views | undefined = undefined;
+    const directory = new PrincipalDirectory(store, s.hub_id, () => views?.invalidate());
+    views = new Views({
+      registry: opts.registry,
+      source,
+      subjectOf: (principal) => directory.get(principal),
+    });
+    return new Access(opts, source, views, directory, store);
+  }
+
+  /** The database, opened on first need once it exists (a CLI may create it while we run). */
+  private sessions(): SessionStore | undefined {
+    if (this.store === undefined && existsSync(join(this.opts.settings.dataDir, DATABASE_FILE))) {
+      this.store = SessionStore.open(this.opts.settings.dataDir);
+      this.directory.attach(this.store);
+    }
+    return this.store;
+  }
+
+  /** Revocations made by another process reach long-lived views (stdio, open streams). */
+  private pollStore(): void {
+    const store = this.store;
+    if (store === undefined) return;
+    const version = store.version();
+    if (version === this.storeVersion) return;
+    this.storeVersion = version;
+    const revoked = this.directory.dropRevokedSessions();
+    if (revoked.length === 0) return;
+    this.views.invalidate();
+    // A revoked session's 2025 sessions end now: their streams close, their calls abort.
+    for (const principal of revoked) {
+      const ended = this.http?.sessions.deleteWhere((s) => s.principal === principal) ?? 0;
+      if (ended > 0) this.opts.logger.info({ principal, ended }, 'revoked session disconnected');
+    }
+  }
+
+  /** The hub's endpoint, once listening: its URL (OAuth audience, metadata) and its sessions. */
+  listening(url: string, handler: McpHttpHandler): void {
+    this.url = this.opts.settings.publicUrl ?? url;
+    this.http = handler;
+  }
+
+  private resourceUrl(): string {
+    return this.url ?? this.opts.settings.publicUrl ?? 'http://127.0.0.1/mcp';
+  }
+
+  private viewHooks(): ViewHooks {
+    const principalOf = (scope: RequestScope) => scope.principal ?? scope.session?.principal;
+    return {
+      filterFor: (scope) => this.views.filterFor(principalOf(scope)),
+      contextFor: (scope, ctx: CallContext) => {
+        const principal = principalOf(scope);
+        const id = principal === undefined ? undefined : this.directory.get(principal);
+        if (id === undefined) return;
+        if (id.session_uuid !== undefined) ctx.session_uuid = id.session_uuid;
+        if (id.agent !== undefined) ctx.agent_name = id.agent;
+        if (id.target !== undefined) ctx.target = id.target;
+      },
+      // A revoked principal's leftover streams hear nothing more.
+      viewChanged: (sink, kind) =>
+        (sink.principal === undefined || this.directory.get(sink.principal) !== undefined) &&
+        this.views.viewChanged(sink.principal, kind),
+      viewEvents: (listener) => this.views.onViewChange(listener),
+    };
+  }
+
+  /** Options for startHttpServer: authentication, views, the admin API and OAuth metadata. */
+  httpOptions(): Pick<HttpServerOptions, 'authenticate' | 'otherRoutes'> & ViewHooks {
+    const s = this.opts.settings;
+    const fromFile = new Set(s.config.plugins?.dirs ?? []);
+    const admin = adminApi({
+      store: () => this.sessions(),
+      hubId: s.hub_id,
+      config: () => ({ ...s.config, ...this.source.config }),
+      url: () => this.resourceUrl(),
+      launch: {
+        dataDir: s.dataDir,
+        configFile: s.configFile,
+        pluginDirs: s.dirs.filter((d) => !fromFile.has(d)),
+      },
+      guard: createRequestGuard(this.opts.originPolicy),
+      onError: (err) => this.opts.logger.error({ err }, 'admin API failure'),
+    });
+    const oauth = s.config.auth?.oauth;
+    const metadata =
+      s.authMode === 'oauth' && oauth !== undefined
+        ? (req: IncomingMessage, res: ServerResponse): boolean => {
+            const path = (req.url ?? '/').split('?')[0]!;
+            if (path !== METADATA_PATH && !path.startsWith(METADATA_PATH + '/')) return false;
+            sendMetadata(
+              res,
+              req.method,
+              metadataDocument(oauth.audience ?? this.resourceUrl(), oauth),
+            );
+            req.resume();
+            return true;
+          }
+        : undefined;
+    let authenticate: Authenticate | undefined;
+    if (s.authMode === 'token')
+      authenticate = tokenAuthenticator(this.sessions()!, s.hub_id, this.directory);
+    else if (s.authMode === 'oauth')
+      authenticate = oauthAuthenticator({
+        oauth: oauth!,
+        audience: () => oauth!.audience ?? this.resourceUrl(),
+        metadataUrl: () => metadataUrlFor(this.resourceUrl()),
+        directory: this.directory,
+        onError: (err) => this.opts.logger.warn({ err }, 'JWKS fetch failed'),
+      });
+    return {
+      ...(authenticate === undefined ? {} : this.viewHooks()),
+      authenticate,
+      otherRoutes: (req, res) => (metadata?.(req, res) ?? false) || admin(req, res),
+    };
+  }
+
+  /**
+   * Options for serveStdio. With a session (`serve --stdio --session UUID`) the peer acts as that
+   * session; it must exist, be active and belong to this hub.
+   */
+  stdioOptions(session: string | undefined): Pick<StdioOptions, 'principal'> & ViewHooks {
+    if (session === undefined) return {};
+    const principal = sessionPrincipal(session);
+    if (this.sessions() === undefined || this.directory.get(principal) === undefined)
+      throw new Error(
+        `no active session ${session} of hub '${this.opts.settings.hub_id}' in ${this.opts.settings.dataDir}`,
+      );
+    return { principal, ...this.viewHooks() };
+  }
+
+  /** `mcp.list_tools(session_uuid)`: what that session sees; null for an unknown one. */
+  viewOfSession(uuid: string): OwnerFilter | null {
+    if (this.sessions() === undefined) return null;
+    const principal = sessionPrincipal(uuid);
+    if (this.directory.get(principal) === undefined) return null;
+    return this.views.filterFor(principal);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.poller);
+    this.views.close();
+    await this.source.close();
+    this.store?.close();
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * The settings a command runs with: the config file (when given) overridden by command-line
+ * flags. `--plugins` adds to the file's directories instead of replacing them.
+ */
+import { resolve } from 'node:path';
+import { loadConfig, type AuthMode, type HubConfig } from './config.js';
+
+export interface SettingsFlags {
+  plugins?: string[];
+  config?: string;
+  port?: number;
+  host?: string;
+  hubId?: string;
+  auth?: AuthMode;
+  data?: string;
+  url?: string;
+}
+
+export interface Settings {
+  config: HubConfig;
+  /** Absolute path of the config file, when there is one (watched while serving). */
+  configFile: string | undefined;
+  hub_id: string;
+  dirs: string[];
+  host: string;
+  port: number;
+  authMode: AuthMode;
+  /** The hub's data folder (sessions database), absolute. */
+  dataDir: string;
+  /** The endpoint URL given by --url or public_url; otherwise derived once the port is known. */
+  publicUrl: string | undefined;
+}
+
+const DEFAULT_PORT = 8848;
+const DEFAULT_DATA_DIR = '.moonhub';
+const AUTH_MODES: readonly string[] = ['none', 'token', 'oauth'];
+const LOOPBACK_URL = /^http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?\//i;
+
+export function isAuthMode(value: string): value is AuthMode {
+  return AUTH_MODES.includes(value);
+}
+
+export function resolveSettings(flags: SettingsFlags): Settings {
+  const configFile = flags.config === undefined ? undefined : resolve(flags.config);
+  const config = configFile ? loadConfig(configFile) : {};
+  const authMode = flags.auth ?? config.auth?.mode ?? 'none';
+  if (authMode === 'oauth' && config.auth?.oauth === undefined)
+    throw new Error("auth mode 'oauth' needs the auth.oauth section in the config file");
+  const jwks = config.auth?.oauth?.jwks_uri;
+  // Keys fetched in the clear could be swapped by anyone on the path, except on this machine.
+  if (jwks !== undefined && jwks.startsWith('http:') && !LOOPBACK_URL.test(jwks))
+    throw new Error(`auth.oauth.jwks_uri must be https (http only on loopback): ${jwks}`);
+  return {
+    config,
+    configFile,
+    hub_id: flags.hubId ?? config.hub_id ?? 'moonhub',
+    dirs: [...(config.plugins?.dirs ?? []), ...(flags.plugins ?? [])].map((d) => resolve(d)),
+    host: flags.host ?? config.listen?.host ?? '127.0.0.1',
+    port: flags.port ?? config.listen?.port ?? DEFAULT_PORT,
+    authMode,
+    dataDir: resolve(flags.data ?? DEFAULT_DATA_DIR),
+    publicUrl: flags.url ?? config.public_url,
+  };
+}
+
+/** The endpoint URL clients use: the configured one, or http://HOST:PORT/mcp. */
+export function endpointUrl(
+  s: Pick<Settings, 'publicUrl' | 'host' | 'port'>,
+  port = s.port,
+): string {
+  if (s.publicUrl !== undefined) return s.publicUrl;
+  const host = s.host.includes(':') ? `[${s.host}]` : s.host === '0.0.0.0' ? '127.0.0.1' : s.host;
+  return `http://${host}:${port}/mcp`;
+}

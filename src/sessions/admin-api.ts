@@ -1,0 +1,167 @@
+/**
+ * The admin REST API, the `moonhub session` commands over HTTP, for this hub's sessions:
+ *   GET    /admin/sessions          list (never tokens)
+ *   POST   /admin/sessions          {agent, target?, name?} -> 201 with the token, shown once
+ *   DELETE /admin/sessions/{uuid}   revoke
+ * Every request needs an admin session's token (`moonhub session create --admin`), whatever the
+ * MCP endpoint's auth mode, and passes the same Host/Origin check as the MCP endpoint.
+ */
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { HubConfig } from '../config/config.js';
+import { bearerToken, challenge } from '../auth/challenge.js';
+import {
+  issueSession,
+  sessionRequestProblem,
+  type SessionRequest,
+  type StdioLaunch,
+} from './issue.js';
+import type { SessionStore } from './store.js';
+
+export const ADMIN_PREFIX = '/admin/';
+const MAX_BODY = 64 * 1024;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export interface AdminApiOptions {
+  /** The sessions database; undefined while it does not exist (then no admin token does). */
+  store: () => SessionStore | undefined;
+  hubId: string;
+  /** The current scoping config (names a new session may use). */
+  config: () => HubConfig;
+  /** The MCP endpoint URL put in issued sessions. */
+  url: () => string;
+  launch: StdioLaunch;
+  /** The MCP endpoint's Host/Origin check. */
+  guard: (headers: IncomingHttpHeaders) => { status: number; message: string } | undefined;
+  onError?: (err: unknown) => void;
+}
+
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers?: Record<string, string>,
+): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'Content-Type': 'application/json',
+    'Content-Length': String(Buffer.byteLength(text)),
+    'Cache-Control': 'no-store',
+    ...headers,
+  });
+  res.end(text);
+}
+
+function problem(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  headers?: Record<string, string>,
+): void {
+  send(res, status, { error: message }, headers);
+}
+
+/** Returns a router for the HTTP server's `otherRoutes`: true when the request was the API's. */
+export function adminApi(
+  opts: AdminApiOptions,
+): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const { hubId } = opts;
+
+  function authorized(
+    req: IncomingMessage,
+    res: ServerResponse,
+    store: SessionStore | undefined,
+  ): store is SessionStore {
+    const token = bearerToken(req);
+    const rec = token && store ? store.verify(token, hubId) : undefined;
+    if (rec?.role === 'admin') return true;
+    const params =
+      token === undefined
+        ? { realm: 'moonhub-admin' }
+        : { realm: 'moonhub-admin', error: 'invalid_token' as const };
+    problem(res, 401, token === undefined ? 'an admin token is required' : 'invalid admin token', {
+      'WWW-Authenticate': challenge(params),
+    });
+    return false;
+  }
+
+  function create(req: IncomingMessage, res: ServerResponse, store: SessionStore): void {
+    if (!/^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '')) {
+      problem(res, 415, 'Content-Type must be application/json');
+      req.resume();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= MAX_BODY) chunks.push(c);
+    });
+    req.on('end', () => {
+      if (size > MAX_BODY) return problem(res, 413, `the body exceeds ${MAX_BODY} bytes`);
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch {
+        return problem(res, 400, 'the body is not valid JSON');
+      }
+      if (typeof body !== 'object' || body === null || Array.isArray(body))
+        return problem(res, 400, 'the body must be a JSON object {agent, target?, name?}');
+      const unknown = Object.keys(body).filter((k) => !['agent', 'target', 'name'].includes(k));
+      if (unknown.length > 0) return problem(res, 400, `'${unknown[0]}' is not a known field`);
+      const spec = body as SessionRequest;
+      const why = sessionRequestProblem(opts.config(), spec);
+      if (why !== undefined) return problem(res, 400, why);
+      try {
+        send(res, 201, issueSession(store, hubId, spec, opts.url(), opts.launch));
+      } catch (err) {
+        opts.onError?.(err);
+        problem(res, 500, 'internal error');
+      }
+    });
+  }
+
+  return (req, res) => {
+    const path = (req.url ?? '/').split('?')[0]!;
+    if (!path.startsWith(ADMIN_PREFIX)) return false;
+    try {
+      const verdict = opts.guard(req.headers);
+      if (verdict !== undefined) {
+        problem(res, verdict.status, verdict.message);
+        req.resume();
+        return true;
+      }
+      const store = opts.store();
+      if (!authorized(req, res, store)) {
+        req.resume();
+        return true;
+      }
+      const rest = path.slice(ADMIN_PREFIX.length);
+      if (rest === 'sessions') {
+        if (req.method === 'GET') {
+          send(res, 200, { sessions: store.list(hubId) });
+          req.resume();
+        } else if (req.method === 'POST') create(req, res, store);
+        else {
+          problem(res, 405, 'use GET or POST', { Allow: 'GET, POST' });
+          req.resume();
+        }
+        return true;
+      }
+      const m = /^sessions\/([^/]+)$/.exec(rest);
+      if (m !== null) {
+        if (req.method !== 'DELETE') problem(res, 405, 'use DELETE', { Allow: 'DELETE' });
+        else if (!UUID.test(m[1]!) || !store.revoke(m[1]!, hubId))
+          problem(res, 404, 'no active session with this id');
+        else send(res, 200, { revoked: m[1] });
+        req.resume();
+        return true;
+      }
+      problem(res, 404, 'not found');
+      req.resume();
+    } catch (err) {
+      opts.onError?.(err);
+      if (!res.headersSent) problem(res, 500, 'internal error');
+    }
+    return true;
+  };
+}

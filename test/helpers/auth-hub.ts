@@ -1,0 +1,164 @@
+/**
+ * Helpers for the authentication and scoping tests: a scratch hub folder (plugins, config,
+ * manifests, data folder), `moonhub session` run as a real CLI, and SDK clients that present a
+ * bearer token, pinned to one protocol era.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { BIN } from './moonhub-process.js';
+import type { ClientEvents, Era } from './mcp-client.js';
+
+/** One Lua plugin per name: a tool `<p>.echo`, a prompt `<p>-prompt`, a resource `<p>://info`. */
+export function scopedPlugin(name: string): string {
+  return `
+mcp.tool("${name}.echo", { description = "echo from ${name}" }, function(params, context)
+  return { plugin = "${name}", session_uuid = context.session_uuid, agent_name = context.agent_name,
+           target = context.target, principal = context.principal, hub_id = context.hub_id }
+end)
+mcp.prompt("${name}-prompt", { description = "prompt of ${name}" }, function() return "hi from ${name}" end)
+mcp.resource("${name}://info", { name = "${name} info" }, function() return "info of ${name}" end)
+mcp.resource("${name}://item/{id}", { name = "${name} item" }, function(p) return "item " .. p.id end)
+`;
+}
+
+/** A plugin that reports what a session sees through mcp.list_tools(session_uuid). */
+export const LISTER_PLUGIN = `
+mcp.tool("lister.of", {
+  input_schema = { type = "object", properties = { session = { type = "string" } } },
+}, function(params, context)
+  local list, err = mcp.list_tools(params.session or context.session_uuid)
+  if list == nil then return { error = err } end
+  local names = {}
+  for i, t in ipairs(list) do names[i] = t.name end
+  table.sort(names)
+  return { names = names }
+end)
+mcp.tool("lister.relay", {
+  input_schema = { type = "object", properties = { name = { type = "string" } }, required = { "name" } },
+}, function(params, context)
+  local content, err = mcp.call_tool(params.name, {}, context)
+  if content == nil then return { error = err } end
+  return { text = content[1].text }
+end)
+`;
+
+export interface HubDir {
+  root: string;
+  plugins: string;
+  data: string;
+  /** Writes a file under root and returns its path. */
+  write: (name: string, text: string) => string;
+}
+
+export function makeHubDir(plugins: Record<string, string>): HubDir {
+  const root = mkdtempSync(join(tmpdir(), 'moonhub-auth-'));
+  const pluginsDir = join(root, 'plugins');
+  mkdirSync(pluginsDir);
+  for (const [name, code] of Object.entries(plugins))
+    writeFileSync(join(pluginsDir, `${name}.lua`), code);
+  const write = (name: string, text: string) => {
+    const file = join(root, name);
+    writeFileSync(file, text);
+    return file;
+  };
+  return { root, plugins: pluginsDir, data: join(root, 'data'), write };
+}
+
+export interface CliResult {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function moonhubCli(args: string[]): CliResult {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 30_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+export interface Issued {
+  session_uuid: string;
+  token: string;
+  url: string;
+  mcp_config: {
+    http: { url: string; headers: { Authorization: string } };
+    stdio: { command: string; args: string[] };
+  };
+}
+
+export function createSession(args: string[]): Issued {
+  const r = moonhubCli(['session', 'create', ...args]);
+  if (r.status !== 0) throw new Error(`session create failed: ${r.stderr}`);
+  return JSON.parse(r.stdout) as Issued;
+}
+
+/** An SDK client presenting `token` (if any), with counters of list_changed notifications. */
+export async function connectWithToken(
+  url: string,
+  era: Era,
+  token: string | undefined,
+): Promise<{ client: Client; events: ClientEvents }> {
+  const events: ClientEvents = { tools: 0, prompts: 0, resources: 0 };
+  const onChanged = (kind: keyof ClientEvents) => () => {
+    events[kind]++;
+  };
+  const client = new Client(
+    { name: 'moonhub-auth-test', version: '1.0.0' },
+    {
+      versionNegotiation: { mode: era === 'modern' ? { pin: '2026-07-28' } : 'legacy' },
+      listChanged: {
+        tools: { onChanged: onChanged('tools'), autoRefresh: false, debounceMs: 0 },
+        prompts: { onChanged: onChanged('prompts'), autoRefresh: false, debounceMs: 0 },
+        resources: { onChanged: onChanged('resources'), autoRefresh: false, debounceMs: 0 },
+      },
+    },
+  );
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    authProvider: { token: async () => token },
+  });
+  await client.connect(transport);
+  return { client, events };
+}
+
+/** A raw MCP POST (2026-07-28 envelope unless `legacy` headers are given). */
+export async function rawPost(
+  url: string,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; text: string }> {
+  const params = (body.params ?? {}) as Record<string, unknown>;
+  const modern = !('mcp-session-id' in headers) && body.method !== 'initialize';
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      ...(modern
+        ? {
+            'MCP-Protocol-Version': '2026-07-28',
+            'Mcp-Method': String(body.method),
+            ...(typeof params.name === 'string' ? { 'Mcp-Name': params.name } : {}),
+            ...(typeof params.uri === 'string' ? { 'Mcp-Name': params.uri } : {}),
+          }
+        : {}),
+      ...headers,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      ...body,
+      params: modern
+        ? {
+            ...params,
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+              'io.modelcontextprotocol/clientCapabilities': {},
+            },
+          }
+        : params,
+    }),
+  });
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
