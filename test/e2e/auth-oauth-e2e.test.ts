@@ -39,7 +39,10 @@ describe('OAuth resource server', () => {
       JSON.stringify({
         hub_id: 'oauth-hub',
         plugins: { dirs: ['plugins'] },
-        agents: { A: { plugins: ['secret'] }, B: { plugins: ['public'] } },
+        agents: {
+          A: { plugins: ['secret'], builtins: [] },
+          B: { plugins: ['public'], builtins: [] },
+        },
         targets: { closed: { plugins: [] } },
         auth: {
           mode: 'oauth',

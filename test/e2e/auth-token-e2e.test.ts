@@ -27,8 +27,8 @@ hub_id: alpha-hub
 auth: { mode: token }
 plugins: { dirs: [plugins] }
 agents:
-  A: { plugins: [secret] }
-  B: { plugins: [public] }
+  A: { plugins: [secret], builtins: [] }
+  B: { plugins: [public], builtins: [] }
 `;
 
 /** Nothing about the hub's surface may appear in a refusal. */

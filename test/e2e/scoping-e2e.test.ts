@@ -2,7 +2,9 @@
  * Scoping end to end (LUA_API §2.1): a real hub in token mode, sessions made by the real CLI,
  * SDK clients holding different tokens. A (target lab + agent list) sees the intersection, B
  * (manifest only) its agent list, C (no lists) everything; what is outside a view answers like
- * an unknown name; a manifest edit changes one view and notifies that session only.
+ * an unknown name; a manifest edit changes one view and notifies that session only. Built-ins
+ * (owners `builtin:NAME`) follow their own lists the same way: A gets the intersection
+ * (search_tools), B's manifest lists none, C sees them all.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -25,14 +27,16 @@ hub_id: scoped
 auth: { mode: token }
 plugins: { dirs: [plugins] }
 targets:
-  lab: { plugins: [alpha, beta, ctx, lister] }
+  lab: { plugins: [alpha, beta, ctx, lister], builtins: [search_tools, hub_status] }
 agents:
-  A: { plugins: [beta, gamma, ctx, lister] }
+  A: { plugins: [beta, gamma, ctx, lister], builtins: [search_tools, execute] }
   B: { manifest: b-manifest.json }
   C: {}
 `;
 
 const toolNames = async (c: Client) => (await c.listTools()).tools.map((t) => t.name).sort();
+/** Plugin tools are named `plugin.tool`; the built-ins have bare names. */
+const pluginTools = (names: string[]) => names.filter((n) => n.includes('.'));
 const promptNames = async (c: Client) => (await c.listPrompts()).prompts.map((p) => p.name).sort();
 const resourceUris = async (c: Client) =>
   (await c.listResources()).resources.map((r) => r.uri).sort();
@@ -53,7 +57,7 @@ describe('plugin scoping per session', () => {
       ctx: scopedPlugin('ctx'),
       lister: LISTER_PLUGIN,
     });
-    dir.write('b-manifest.json', JSON.stringify({ plugins: ['gamma', 'ctx'] }));
+    dir.write('b-manifest.json', JSON.stringify({ plugins: ['gamma', 'ctx'], builtins: [] }));
     config = dir.write('moonhub.yaml', CONFIG);
     hub = await startMoonhub(['--config', config, '--data', dir.data]);
     const common = ['--config', config, '--data', dir.data, '--url', hub.url];
@@ -74,9 +78,11 @@ describe('plugin scoping per session', () => {
           'ctx.echo',
           'lister.of',
           'lister.relay',
+          'search_tools',
         ]);
         assert.deepEqual(await toolNames(b.client), ['ctx.echo', 'gamma.echo']);
-        assert.deepEqual(await toolNames(c.client), [
+        const ofC = await toolNames(c.client);
+        assert.deepEqual(pluginTools(ofC), [
           'alpha.echo',
           'beta.echo',
           'ctx.echo',
@@ -84,6 +90,8 @@ describe('plugin scoping per session', () => {
           'lister.of',
           'lister.relay',
         ]);
+        for (const builtin of ['execute', 'search_tools'])
+          assert.ok(ofC.includes(builtin), builtin);
         assert.deepEqual(await promptNames(a.client), ['beta-prompt', 'ctx-prompt']);
         assert.deepEqual(await promptNames(b.client), ['ctx-prompt', 'gamma-prompt']);
         assert.deepEqual(await resourceUris(a.client), ['beta://info', 'ctx://info']);
@@ -127,6 +135,14 @@ describe('plugin scoping per session', () => {
     assert.equal(hidden.status, missing.status);
     assert.equal(hidden.text, missing.text.replace('zzzzz.echo', 'alpha.echo'));
     assert.match(hidden.text, /"code":-32602,"message":"Unknown tool: alpha.echo"/);
+    // A built-in outside the view is as unknown as a plugin's tool.
+    const hiddenBuiltin = await rawPost(
+      hub.url,
+      { method: 'tools/call', params: { name: 'execute', arguments: { code: 'return 1' } } },
+      auth,
+    );
+    assert.equal(hiddenBuiltin.status, missing.status);
+    assert.equal(hiddenBuiltin.text, missing.text.replace('zzzzz.echo', 'execute'));
 
     const hiddenPrompt = await rawPost(
       hub.url,
@@ -177,7 +193,9 @@ describe('plugin scoping per session', () => {
       });
       assert.deepEqual(ofB.structuredContent, { names: ['ctx.echo', 'gamma.echo'] });
       const ofSelf = await c.client.callTool({ name: 'lister.of', arguments: {} });
-      assert.equal((ofSelf.structuredContent as { names: string[] }).names.length, 6);
+      const own = (ofSelf.structuredContent as { names: string[] }).names;
+      assert.equal(pluginTools(own).length, 6);
+      assert.ok(own.includes('execute'));
       const unknown = await c.client.callTool({
         name: 'lister.of',
         arguments: { session: '00000000-0000-4000-8000-000000000000' },
@@ -217,7 +235,7 @@ describe('plugin scoping per session', () => {
         await new Promise((r) => setTimeout(r, 300));
         const from = hub.log().length;
         const next = era === 'legacy' ? ['alpha', 'gamma', 'ctx'] : ['gamma', 'ctx'];
-        dir.write('b-manifest.json', JSON.stringify({ plugins: next }));
+        dir.write('b-manifest.json', JSON.stringify({ plugins: next, builtins: [] }));
         await hub.waitForLog(/agent manifest reloaded/, from);
         await waitFor(() => clients.B!.events.tools > 0, 5000, 'B hears tools/list_changed');
         assert.deepEqual(await toolNames(clients.B!.client), next.map((p) => `${p}.echo`).sort());
@@ -240,8 +258,8 @@ describe('plugin scoping per session', () => {
       dir.write(
         'moonhub.yaml',
         CONFIG.replace(
-          'A: { plugins: [beta, gamma, ctx, lister] }',
-          'A: { plugins: [alpha] }',
+          'A: { plugins: [beta, gamma, ctx, lister],',
+          'A: { plugins: [alpha],',
         ).replace('hub_id: scoped', 'hub_id: renamed'),
       );
       await hub.waitForLog(/config reloaded/, from);
@@ -250,14 +268,14 @@ describe('plugin scoping per session', () => {
         /"keys":\["hub_id"\],"msg":"config change needs a restart to apply"/,
       );
       await waitFor(() => a.events.tools > 0, 5000, 'A hears tools/list_changed');
-      assert.deepEqual(await toolNames(a.client), ['alpha.echo']);
+      assert.deepEqual(await toolNames(a.client), ['alpha.echo', 'search_tools']);
       assert.equal(c.events.tools, 0, 'C was not notified');
       const r = await a.client.callTool({ name: 'alpha.echo', arguments: {} });
       assert.equal((r.structuredContent as { hub_id: string }).hub_id, 'scoped');
       const from2 = hub.log().length;
       dir.write('moonhub.yaml', 'agents: { A: { plugins: 7 } }');
       await hub.waitForLog(/config file not applied/, from2);
-      assert.deepEqual(await toolNames(a.client), ['alpha.echo']);
+      assert.deepEqual(await toolNames(a.client), ['alpha.echo', 'search_tools']);
     } finally {
       dir.write('moonhub.yaml', CONFIG);
       await Promise.all([a.client.close(), c.client.close()]);
