@@ -5,6 +5,8 @@
 import type { Logger } from './log.js';
 import { Registry } from './registry/registry.js';
 import { PluginHost } from './plugins/plugin-host.js';
+import { registerHubStatus } from './upstream/hub-status.js';
+import { upstreamsOf } from './upstream/manager.js';
 
 export interface HubOptions {
   hubId?: string;
@@ -29,6 +31,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     watch: opts.watch,
     memoryLimit: opts.memoryLimit,
   });
+  registerHubStatus(registry, plugins);
   await plugins.start();
-  return { registry, plugins, stop: () => plugins.stop() };
+  const stop = async () => {
+    await plugins.stop();
+    // Upstream sessions end and stdio children are killed with the hub.
+    await upstreamsOf(registry).stop();
+  };
+  return { registry, plugins, stop };
 }

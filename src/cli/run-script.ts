@@ -45,6 +45,7 @@ export async function runScript(hub: Hub, opts: RunOptions): Promise<unknown> {
       registry: hub.registry,
       owner: 'script',
       logger: opts.logger.child({ script: opts.file }),
+      root,
     });
     const ref = state.load(readFileSync(opts.file), `@${opts.file}`);
     const results = await state.call(ref, [], { timeoutMs: opts.timeoutMs });

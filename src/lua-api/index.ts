@@ -7,11 +7,14 @@ import type { LuaState } from '../lua/state.js';
 import type { Registry } from '../registry/registry.js';
 import { installLog } from './log.js';
 import { installRegistryApi } from './mcp-registry.js';
+import { installProxyApi } from './proxy.js';
+import { installChilkat } from './chilkat.js';
 import { installTask } from './task.js';
 import { installVfs } from './vfs.js';
 
 export { endForgottenBatches, normalizeSchema } from './mcp-registry.js';
 export { luaContext } from './context.js';
+export { settleUpstreams } from './proxy.js';
 
 export interface ApiOptions {
   registry: Registry;
@@ -27,4 +30,6 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
   installTask(state);
   installLog(state, opts.logger);
   installVfs(state, opts.root);
+  installProxyApi(state, { registry: opts.registry, owner: opts.owner, logger: opts.logger });
+  installChilkat(state, { root: opts.root });
 }

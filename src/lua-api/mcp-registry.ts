@@ -190,14 +190,6 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
     },
   };
 
-  const notYet = (fname: string): HostFunctionSpec => ({
-    fn: () => {
-      throw new LuaArgumentError(
-        `mcp.${fname} is not available yet: upstream proxies are not implemented in this version of moonhub`,
-      );
-    },
-  });
-
   let openBatches = 0;
 
   state.defineLibrary('mcp', {
@@ -319,8 +311,7 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         return undefined;
       },
     },
-    proxy: notYet('proxy'),
-    remove_proxy: notYet('remove_proxy'),
+    // mcp.proxy and mcp.remove_proxy: installed by ./proxy.ts (upstream servers).
   });
 
   // A plugin that forgets end_batch must not freeze notifications for the whole hub.

@@ -21,7 +21,7 @@ import { LuaArgumentError } from '../lua/errors.js';
 const PREFIX = '/source/';
 
 /** Maps a VFS path onto the disk, or explains why not. */
-function locate(root: string, path: string): { disk: string; rel: string } | string {
+export function locate(root: string, path: string): { disk: string; rel: string } | string {
   if (path.includes('\0')) return `${path}: invalid path`;
   let rel: string;
   if (path === '/source' || path === PREFIX) rel = '';

@@ -11,7 +11,7 @@ import type { Logger } from '../log.js';
 import { LuaState } from '../lua/state.js';
 import { LuaError } from '../lua/errors.js';
 import type { Registry } from '../registry/registry.js';
-import { installApi, endForgottenBatches } from '../lua-api/index.js';
+import { installApi, endForgottenBatches, settleUpstreams } from '../lua-api/index.js';
 import { discoverPlugins, locatePlugin, type PluginSource } from './discover.js';
 
 export interface PluginHostOptions {
@@ -145,6 +145,7 @@ export class PluginHost {
       await state.call(ref, [], { timeoutMs: this.opts.loadTimeoutMs ?? 10_000 });
       state.unref(ref);
       endForgottenBatches(state);
+      void settleUpstreams(registry, source.name, state);
       previous?.state?.retire();
       this.plugins.set(source.name, {
         source,
@@ -160,6 +161,7 @@ export class PluginHost {
       this.emit({ type: 'loaded', name: source.name });
     } catch (err) {
       if (state) endForgottenBatches(state);
+      if (state) void settleUpstreams(registry, source.name, previous?.state, state);
       registry.restoreOwner(source.name, snapshot);
       state?.close();
       const error = describeLoadError(err, source.entry);
@@ -184,6 +186,7 @@ export class PluginHost {
 
   private unload(name: string): void {
     const p = this.plugins.get(name);
+    void settleUpstreams(this.opts.registry, name, undefined);
     this.opts.registry.reset(name);
     if (!p) return;
     p.state?.retire();
