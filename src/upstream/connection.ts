@@ -303,6 +303,18 @@ function statusOf(err: unknown): number | undefined {
   return undefined;
 }
 
+/** The socket-level error (ECONNREFUSED, ECONNRESET, ...) somewhere in an error's causes. */
+function networkCause(err: unknown): { code: string; message: string } | undefined {
+  let cur: unknown = err;
+  for (let depth = 0; depth < 6 && cur && typeof cur === 'object'; depth++) {
+    const c = cur as { code?: unknown; message?: string; cause?: unknown; errors?: unknown[] };
+    if (typeof c.code === 'string' && /^E[A-Z]{3,}/.test(c.code))
+      return { code: c.code, message: c.message ?? c.code };
+    cur = c.cause ?? c.errors?.[0];
+  }
+  return undefined;
+}
+
 function isConnectionError(err: unknown): boolean {
   const text = `${(err as Error)?.message ?? ''} ${(err as { code?: unknown })?.code ?? ''}`;
   return /closed|ECONNREFUSED|ECONNRESET|EPIPE|socket|fetch failed|NOT_CONNECTED/i.test(text);
@@ -312,16 +324,11 @@ function isConnectionError(err: unknown): boolean {
 export function describe(err: unknown, url: string): UpstreamError {
   if (err instanceof UpstreamError) return err;
   const status = statusOf(err);
-  const e = err as Error & { code?: unknown; cause?: { code?: unknown; message?: string } };
-  const causeCode = e?.cause?.code;
-  if (causeCode === 'ECONNREFUSED')
+  const e = err as Error & { code?: unknown };
+  const net = networkCause(err);
+  if (net?.code === 'ECONNREFUSED')
     return new UpstreamError(`connection refused by ${url}`, undefined, 'ECONNREFUSED');
-  if (typeof causeCode === 'string' && /^E[A-Z]+/.test(causeCode))
-    return new UpstreamError(
-      `could not reach ${url}: ${causeCode} ${e.cause?.message ?? ''}`.trim(),
-      undefined,
-      causeCode,
-    );
+  if (net) return new UpstreamError(`could not reach ${url}: ${net.message}`, undefined, net.code);
   if (status !== undefined)
     return new UpstreamError(`HTTP ${status} from ${url}: ${e.message}`, status, status);
   const code = typeof e?.code === 'number' ? e.code : undefined;

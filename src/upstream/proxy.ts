@@ -56,6 +56,8 @@ export interface ProxyStatus {
   state: string;
   error?: string;
   connects: number;
+  /** The stdio child's process id, while one runs. */
+  pid?: number;
   tools: number;
   prompts: number;
   resources: number;
@@ -120,6 +122,8 @@ export class UpstreamProxy {
   private importing: Promise<void> | undefined;
   private reimport = false;
   private closed = false;
+  /** The running stdio child's process id. */
+  private pid: number | undefined;
   /** Set by the Lua binding: which Lua states declared this proxy (plugin reload bookkeeping). */
   readonly declaredBy = new Set<object>();
 
@@ -147,6 +151,7 @@ export class UpstreamProxy {
       onAuthError: (status) =>
         this.opts.onAuthError ? this.opts.onAuthError(status) : Promise.resolve({}),
       relay: this.relay,
+      onSpawn: (pid) => (this.pid = pid),
       onListChanged: (kind) => {
         this.logger.info({ kind }, 'upstream list changed; re-importing');
         void this.refreshImport();
@@ -466,6 +471,7 @@ export class UpstreamProxy {
       changed: [...this.tools.values()].flatMap((t) => (t.changed ? [t.changed] : [])),
     };
     if (this.connection.lastError) out.error = this.connection.lastError;
+    if (this.pid !== undefined && this.connection.state === 'connected') out.pid = this.pid;
     return out;
   }
 }
