@@ -87,6 +87,8 @@ export class UpstreamConnection {
   private token: string | undefined;
   private headers: Record<string, string>;
   private useSse = false;
+  /** Requests in flight on the current client, aborted when its connection is lost. */
+  private readonly inFlight = new Set<AbortController>();
   private readonly opts: ConnectionOptions;
 
   constructor(opts: ConnectionOptions) {
@@ -195,6 +197,11 @@ export class UpstreamConnection {
       onSpawn: this.opts.onSpawn,
     });
     client.onclose = () => this.lost(client, 'the upstream closed the connection');
+    // A broken response stream (the upstream died mid-call) must fail the calls waiting on it
+    // now, not when their timeouts run out.
+    client.onerror = (err) => {
+      if (isConnectionError(err)) this.lost(client, describe(err, this.url).message);
+    };
     await client.connect(transport, {
       timeout: this.opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     });
@@ -204,6 +211,10 @@ export class UpstreamConnection {
   private lost(client: Client, reason: string): void {
     if (this.client !== client) return;
     this.client = undefined;
+    for (const ac of this.inFlight) ac.abort(new UpstreamError(`connection lost: ${reason}`));
+    this.inFlight.clear();
+    client.onclose = undefined;
+    void client.close().catch(() => undefined);
     if (this.state === 'closed') return;
     this.state = 'disconnected';
     this.lastError = reason;
@@ -241,20 +252,26 @@ export class UpstreamConnection {
     extras: RequestExtras = {},
   ): Promise<T> {
     const total = extras.timeoutMs ?? this.opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
-    const options: Record<string, unknown> = {
-      timeout: Math.min(this.opts.idleTimeoutMs ?? total, total),
-      maxTotalTimeout: total,
-      resetTimeoutOnProgress: true,
-      signal: extras.signal,
-    };
-    if (extras.onProgress) options.onprogress = extras.onProgress;
     let retried = false;
     for (;;) {
       const client = await this.connect();
+      const ac = new AbortController();
+      const onAbort = () => ac.abort(new UpstreamError('the call was cancelled'));
+      if (extras.signal?.aborted) onAbort();
+      extras.signal?.addEventListener('abort', onAbort, { once: true });
+      this.inFlight.add(ac);
+      const options: Record<string, unknown> = {
+        timeout: Math.min(this.opts.idleTimeoutMs ?? total, total),
+        maxTotalTimeout: total,
+        resetTimeoutOnProgress: true,
+        signal: ac.signal,
+      };
+      if (extras.onProgress) options.onprogress = extras.onProgress;
       try {
         return await run(client, options);
       } catch (err) {
         if (extras.signal?.aborted) throw new UpstreamError('the call was cancelled');
+        if (ac.signal.aborted && ac.signal.reason instanceof UpstreamError) throw ac.signal.reason;
         const status = statusOf(err);
         const expired = status === 404 || (status === 400 && this.kind === 'http');
         const auth = (status === 401 || status === 403) && (await this.reauthorize(status));
@@ -266,6 +283,9 @@ export class UpstreamConnection {
         }
         if (expired || dropped) await this.drop(client);
         throw describe(err, this.url);
+      } finally {
+        this.inFlight.delete(ac);
+        extras.signal?.removeEventListener('abort', onAbort);
       }
     }
   }
@@ -307,17 +327,25 @@ function statusOf(err: unknown): number | undefined {
 function networkCause(err: unknown): { code: string; message: string } | undefined {
   let cur: unknown = err;
   for (let depth = 0; depth < 6 && cur && typeof cur === 'object'; depth++) {
-    const c = cur as { code?: unknown; message?: string; cause?: unknown; errors?: unknown[] };
+    const c = cur as {
+      code?: unknown;
+      message?: string;
+      cause?: unknown;
+      data?: { cause?: unknown };
+      errors?: unknown[];
+    };
     if (typeof c.code === 'string' && /^E[A-Z]{3,}/.test(c.code))
       return { code: c.code, message: c.message ?? c.code };
-    cur = c.cause ?? c.errors?.[0];
+    cur = c.cause ?? c.data?.cause ?? c.errors?.[0];
   }
   return undefined;
 }
 
 function isConnectionError(err: unknown): boolean {
   const text = `${(err as Error)?.message ?? ''} ${(err as { code?: unknown })?.code ?? ''}`;
-  return /closed|ECONNREFUSED|ECONNRESET|EPIPE|socket|fetch failed|NOT_CONNECTED/i.test(text);
+  return /closed|ECONNREFUSED|ECONNRESET|EPIPE|socket|fetch failed|NOT_CONNECTED|terminated|SSE stream disconnected/i.test(
+    text,
+  );
 }
 
 /** Says what went wrong in words a Lua programmer can act on. */

@@ -84,3 +84,12 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     });
   return fake;
 }
+
+/** An address where nothing listens (a port just released), for connection-refused tests. */
+export async function refusedUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((r) => server.close(() => r()));
+  return `http://127.0.0.1:${port}/mcp`;
+}
