@@ -15,6 +15,8 @@ export interface FakeUpstream {
   mode: FakeMode;
   /** When true, even initialize never gets an answer. */
   hangAll: boolean;
+  /** When set, requests without `Authorization: Bearer <token>` get 401. */
+  token?: string;
   requests: string[];
   close: () => Promise<void>;
 }
@@ -26,6 +28,10 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     req.on('data', (d: Buffer) => (body += d.toString()));
     req.on('end', () => {
       if (fake.hangAll) return;
+      if (fake.token && req.headers.authorization !== `Bearer ${fake.token}`) {
+        res.writeHead(401, { 'www-authenticate': 'Bearer' }).end();
+        return;
+      }
       if (req.method !== 'POST') {
         res.writeHead(405).end();
         return;
