@@ -97,15 +97,15 @@ local function set_event_handler(id, t)
     return true
   end
   if type(t) ~= "table" then
-    error("bad argument #1 to 'set_event_handler' (table or nil expected, got " .. type(t) .. ")", 3)
+    error("bad argument #1 to 'set_event_handler' (table or nil expected, got " .. type(t) .. ")", 2)
   end
   for k, v in pairs(t) do
     if not EVENTS[k] then
       error("set_event_handler: unknown event '" .. tostring(k) ..
-        "' (abort_check, percent_done or progress_info expected)", 3)
+        "' (abort_check, percent_done or progress_info expected)", 2)
     end
     if type(v) ~= "function" then
-      error("bad argument #1 to 'set_event_handler' (" .. k .. " must be a function, got " .. type(v) .. ")", 3)
+      error("bad argument #1 to 'set_event_handler' (" .. k .. " must be a function, got " .. type(v) .. ")", 2)
     end
   end
   h.events(id, t.abort_check, t.percent_done, t.progress_info)

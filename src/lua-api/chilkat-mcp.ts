@@ -101,7 +101,10 @@ export class ChilkatMcp {
           fire('percent_done', [pct]);
         }
       }
-      fire('progress_info', ['Progress', p.total !== undefined ? `${p.progress}/${p.total}` : `${p.progress}`]);
+      fire('progress_info', [
+        'Progress',
+        p.total !== undefined ? `${p.progress}/${p.total}` : `${p.progress}`,
+      ]);
       if (p.message) fire('progress_info', ['ProgressMessage', p.message]);
     };
     const heartbeat =
@@ -126,7 +129,8 @@ export class ChilkatMcp {
     } catch (err) {
       await chain;
       if (raised) outcome = { kind: 'raise', message: raised };
-      else if (abortedBy) outcome = { kind: 'fail', err: `aborted by the ${abortedBy} event handler` };
+      else if (abortedBy)
+        outcome = { kind: 'fail', err: `aborted by the ${abortedBy} event handler` };
       else outcome = { kind: 'fail', err: (err as Error).message };
     } finally {
       done = true;

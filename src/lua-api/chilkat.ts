@@ -37,16 +37,16 @@ interface PropDef {
   set?: (o: never, v: never) => void;
 }
 
-function p<T>(
-  kind: PropKind,
-  get: (o: T) => unknown,
-  set?: (o: T, v: never) => void,
-): PropDef {
+function p<T>(kind: PropKind, get: (o: T) => unknown, set?: (o: T, v: never) => void): PropDef {
   return { kind, get: get as PropDef['get'], set: set as PropDef['set'], readOnly: !set };
 }
 
 const MCP_PROPS: Record<string, PropDef> = {
-  auth_token: p<ChilkatMcp>('string', (o) => o.authToken, (o, v: string) => (o.authToken = v)),
+  auth_token: p<ChilkatMcp>(
+    'string',
+    (o) => o.authToken,
+    (o, v: string) => (o.authToken = v),
+  ),
   connect_timeout_ms: p<ChilkatMcp>(
     'int',
     (o) => o.connectTimeoutMs,
@@ -57,7 +57,11 @@ const MCP_PROPS: Record<string, PropDef> = {
     (o) => o.idleTimeoutMs,
     (o, v: number) => (o.idleTimeoutMs = v),
   ),
-  heartbeat_ms: p<ChilkatMcp>('int', (o) => o.heartbeatMs, (o, v: number) => (o.heartbeatMs = v)),
+  heartbeat_ms: p<ChilkatMcp>(
+    'int',
+    (o) => o.heartbeatMs,
+    (o, v: number) => (o.heartbeatMs = v),
+  ),
   protocol_version: p<ChilkatMcp>(
     'string',
     (o) => o.protocolVersion,
@@ -90,10 +94,26 @@ const MCP_PROPS: Record<string, PropDef> = {
 };
 
 const JSON_PROPS: Record<string, PropDef> = {
-  i: p<JsonDoc>('int', (o) => o.i, (o, v: number) => (o.i = v)),
-  j: p<JsonDoc>('int', (o) => o.j, (o, v: number) => (o.j = v)),
-  k: p<JsonDoc>('int', (o) => o.k, (o, v: number) => (o.k = v)),
-  emit_compact: p<JsonDoc>('bool', (o) => o.emitCompact, (o, v: boolean) => (o.emitCompact = v)),
+  i: p<JsonDoc>(
+    'int',
+    (o) => o.i,
+    (o, v: number) => (o.i = v),
+  ),
+  j: p<JsonDoc>(
+    'int',
+    (o) => o.j,
+    (o, v: number) => (o.j = v),
+  ),
+  k: p<JsonDoc>(
+    'int',
+    (o) => o.k,
+    (o, v: number) => (o.k = v),
+  ),
+  emit_compact: p<JsonDoc>(
+    'bool',
+    (o) => o.emitCompact,
+    (o, v: boolean) => (o.emitCompact = v),
+  ),
   size: p<JsonDoc>('int', (o) => o.size),
   last_error_text: p<JsonDoc>('string', (o) => o.lastErrorText),
   last_method_success: p<JsonDoc>(
@@ -146,7 +166,7 @@ export interface ChilkatOptions {
 
 export function installChilkat(state: LuaState, opts: ChilkatOptions): void {
   const objects = new Map<number, Obj>();
-  const disposed = new Set<number>();
+  const disposed = new Map<number, Obj['cls']>();
   const waits = new Map<number, Promise<Outcome>>();
   let nextId = 1;
   const debugFile = (path: string): string | { error: string } => {
@@ -162,8 +182,8 @@ export function installChilkat(state: LuaState, opts: ChilkatOptions): void {
     if (typeof id !== 'number') throw new LuaArgumentError(`${what}: not a chilkat object`);
     const o = objects.get(id);
     if (!o) {
-      if (disposed.has(id))
-        throw new LuaArgumentError(`${what}: the chilkat object was disposed`);
+      const cls = disposed.get(id);
+      if (cls) throw new LuaArgumentError(`chilkat.${cls}: the object was disposed (${what})`);
       throw new LuaArgumentError(`${what}: not a chilkat object`);
     }
     return o;
@@ -354,7 +374,10 @@ export function installChilkat(state: LuaState, opts: ChilkatOptions): void {
         const input = objArg(args, call, 2, name, 'JsonObject');
         const out = objArg(args, call, 3, name, 'JsonObject');
         const params = Object.fromEntries(
-          Object.entries(input.root).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]),
+          Object.entries(input.root).map(([k, v]) => [
+            k,
+            typeof v === 'string' ? v : JSON.stringify(v),
+          ]),
         );
         run = () =>
           m
@@ -401,7 +424,7 @@ export function installChilkat(state: LuaState, opts: ChilkatOptions): void {
     const o = objects.get(id);
     if (!o) return;
     objects.delete(id);
-    if (mark) disposed.add(id);
+    if (mark) disposed.set(id, o.cls);
     if (o.cls === 'Mcp') {
       o.v.release();
       for (const ref of Object.values(o.v.events)) if (ref !== undefined) state.unref(ref);

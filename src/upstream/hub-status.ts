@@ -8,10 +8,7 @@ import { upstreamsOf } from './manager.js';
 
 export const HUB_STATUS_OWNER = 'builtin:hub_status';
 
-export function registerHubStatus(
-  registry: Registry,
-  plugins: { status(): PluginStatus[] },
-): void {
+export function registerHubStatus(registry: Registry, plugins: { status(): PluginStatus[] }): void {
   registry.addTool(HUB_STATUS_OWNER, {
     name: 'hub_status',
     description:

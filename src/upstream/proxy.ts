@@ -66,7 +66,10 @@ export interface ProxyStatus {
 
 /** Glob over upstream names: `*` any run, `?` one character. */
 export function globMatch(glob: string, name: string): boolean {
-  const re = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const re = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${re}$`).test(name);
 }
 
@@ -218,9 +221,7 @@ export class UpstreamProxy {
     const list = <T>(fn: (c: Client, o: Record<string, unknown>) => Promise<T>) =>
       this.connection.request(fn);
     const tools = caps.tools ? (await list((c, o) => c.listTools(undefined, o))).tools : [];
-    const prompts = caps.prompts
-      ? (await list((c, o) => c.listPrompts(undefined, o))).prompts
-      : [];
+    const prompts = caps.prompts ? (await list((c, o) => c.listPrompts(undefined, o))).prompts : [];
     const resources = caps.resources
       ? (await list((c, o) => c.listResources(undefined, o))).resources
       : [];
@@ -302,7 +303,8 @@ export class UpstreamProxy {
           handler: (args, ctx) => this.getPrompt(upstreamName, args, ctx),
         });
       }
-      for (const name of this.prompts) if (!seenPrompts.has(name)) registry.removePrompt(name, owner);
+      for (const name of this.prompts)
+        if (!seenPrompts.has(name)) registry.removePrompt(name, owner);
       this.prompts = seenPrompts;
 
       const seenResources = new Set<string>();
@@ -398,9 +400,7 @@ export class UpstreamProxy {
     } catch (err) {
       return {
         isError: true,
-        content: [
-          { type: 'text', text: `upstream ${this.url} failed: ${(err as Error).message}` },
-        ],
+        content: [{ type: 'text', text: `upstream ${this.url} failed: ${(err as Error).message}` }],
       };
     } finally {
       untrack();

@@ -34,7 +34,10 @@ export async function startEverythingHttp(port = 0): Promise<HttpUpstream> {
   });
   let err = '';
   const bound = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server-everything did not start:\n${err}`)), 20_000);
+    const timer = setTimeout(
+      () => reject(new Error(`server-everything did not start:\n${err}`)),
+      20_000,
+    );
     child.stderr!.on('data', (d: Buffer) => {
       err += d.toString();
       const m = /LISTENING (\d+)/.exec(err);

@@ -73,8 +73,14 @@ describe('mcp.proxy against server-everything', () => {
       });
 
       it('calls echo and get-sum over HTTP and stdio', async () => {
-        assert.equal(text(await client.callTool({ name: 'ev.echo', arguments: { message: 'hi' } })), 'Echo: hi');
-        assert.equal(text(await client.callTool({ name: 'evs.echo', arguments: { message: 'yo' } })), 'Echo: yo');
+        assert.equal(
+          text(await client.callTool({ name: 'ev.echo', arguments: { message: 'hi' } })),
+          'Echo: hi',
+        );
+        assert.equal(
+          text(await client.callTool({ name: 'evs.echo', arguments: { message: 'yo' } })),
+          'Echo: yo',
+        );
         assert.match(
           text(await client.callTool({ name: 'ev.get-sum', arguments: { a: 2, b: 3 } })),
           /\b5\b/,
@@ -97,7 +103,11 @@ describe('mcp.proxy against server-everything', () => {
         };
         const item = img.content.find((c) => c.type === 'image');
         assert.equal(item?.mimeType, 'image/png');
-        assert.ok(Buffer.from(item?.data ?? '', 'base64').subarray(1, 4).toString() === 'PNG');
+        assert.ok(
+          Buffer.from(item?.data ?? '', 'base64')
+            .subarray(1, 4)
+            .toString() === 'PNG',
+        );
       });
 
       it('runs a long operation (the upstream reports progress) to completion', async () => {

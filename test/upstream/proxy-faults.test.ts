@@ -72,7 +72,9 @@ describe('upstream faults', () => {
     const down = (await status(client)).upstreams.find((u) => u.url === dead);
     assert.equal(down?.state === 'connected', false);
     assert.match(down?.error ?? '', /connection refused/);
-    await hub.waitForLog(/"ok":false,"err":"upstream http:\S+ is not connected yet[^"]*connection refused/);
+    await hub.waitForLog(
+      /"ok":false,"err":"upstream http:\S+ is not connected yet[^"]*connection refused/,
+    );
   });
 
   it('restarts a stdio child that exits at once with backoff, not in a spin', async () => {

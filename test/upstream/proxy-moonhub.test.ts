@@ -84,8 +84,14 @@ describe('another moonhub as upstream', () => {
   });
 
   it('imports and calls the upstream hub tools over HTTP and stdio', async () => {
-    assert.equal(text(await client.callTool({ name: 'a.greet', arguments: { name: 'x' } })), 'Hello, x');
-    assert.equal(text(await client.callTool({ name: 'e.greet', arguments: { name: 'y' } })), 'Hello, y');
+    assert.equal(
+      text(await client.callTool({ name: 'a.greet', arguments: { name: 'x' } })),
+      'Hello, x',
+    );
+    assert.equal(
+      text(await client.callTool({ name: 'e.greet', arguments: { name: 'y' } })),
+      'Hello, y',
+    );
   });
 
   it('validates arguments against the imported schema before calling upstream', async () => {
@@ -141,7 +147,10 @@ describe('another moonhub as upstream', () => {
     const refused = await client.callTool({ name: 'a.greet', arguments: { name: 'x' } });
     assert.equal(refused.isError, true);
     assert.match(text(refused), /pinned.*re-approved/);
-    assert.equal(text(await client.callTool({ name: 'b.greet', arguments: { name: 'x' } })), 'Hello, x');
+    assert.equal(
+      text(await client.callTool({ name: 'b.greet', arguments: { name: 'x' } })),
+      'Hello, x',
+    );
 
     // Re-approval: the proxying plugin reloads (here: its file is saved again).
     const from = hub.log().length;
