@@ -26,9 +26,15 @@ export interface HttpUpstream {
   stop: () => Promise<void>;
 }
 
-/** server-everything over Streamable HTTP (`/mcp`); `port` reuses a port (restart tests). */
-export async function startEverythingHttp(port = 0): Promise<HttpUpstream> {
-  const child = spawn(process.execPath, ['--import', PRELOAD, EVERYTHING, 'streamableHttp'], {
+/**
+ * server-everything over Streamable HTTP (`/mcp`), or with `transport: 'sse'` over the old
+ * HTTP+SSE transport (`/sse`); `port` reuses a port (restart tests).
+ */
+export async function startEverythingHttp(
+  port = 0,
+  transport: 'streamableHttp' | 'sse' = 'streamableHttp',
+): Promise<HttpUpstream> {
+  const child = spawn(process.execPath, ['--import', PRELOAD, EVERYTHING, transport], {
     env: { ...process.env, PORT: String(port) },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -54,7 +60,7 @@ export async function startEverythingHttp(port = 0): Promise<HttpUpstream> {
   let exited = false;
   child.once('exit', () => (exited = true));
   return {
-    url: `http://127.0.0.1:${bound}/mcp`,
+    url: `http://127.0.0.1:${bound}/${transport === 'sse' ? 'sse' : 'mcp'}`,
     port: bound,
     child,
     stop: async () => {

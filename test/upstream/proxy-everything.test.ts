@@ -21,14 +21,17 @@ function text(result: unknown): string {
 
 describe('mcp.proxy against server-everything', () => {
   let upstream: HttpUpstream;
+  let sse: HttpUpstream;
   let hub: MoonhubProcess;
 
   before(async () => {
     upstream = await startEverythingHttp();
+    sse = await startEverythingHttp(0, 'sse');
     const dir = mkdtempSync(join(tmpdir(), 'moonhub-proxy-'));
     writeFileSync(
       join(dir, 'ev.lua'),
       `assert(mcp.proxy(${JSON.stringify(upstream.url)}, { prefix = "ev." }))\n` +
+        `assert(mcp.proxy(${JSON.stringify(sse.url)}, { prefix = "old.", include = { "echo" } }))\n` +
         `assert(mcp.proxy(${JSON.stringify(EVERYTHING_STDIO)}, { prefix = "evs.", include = { "echo", "get-*" }, exclude = { "get-env" } }))\n`,
     );
     hub = await startMoonhub(['--plugins', dir]);
@@ -37,6 +40,7 @@ describe('mcp.proxy against server-everything', () => {
   after(async () => {
     await hub?.stop();
     await upstream?.stop();
+    await sse?.stop();
   });
 
   for (const era of ['legacy', 'modern'] as const) {
@@ -70,6 +74,13 @@ describe('mcp.proxy against server-everything', () => {
           'a',
           'b',
         ]);
+      });
+
+      it('calls an old HTTP+SSE server', async () => {
+        assert.equal(
+          text(await client.callTool({ name: 'old.echo', arguments: { message: 'sse' } })),
+          'Echo: sse',
+        );
       });
 
       it('calls echo and get-sum over HTTP and stdio', async () => {
@@ -148,7 +159,7 @@ describe('mcp.proxy against server-everything', () => {
           structuredContent: { upstreams: { url: string; state: string; pid?: number }[] };
         };
         const ups = r.structuredContent.upstreams;
-        assert.equal(ups.length, 2);
+        assert.equal(ups.length, 3);
         assert.ok(ups.every((u) => u.state === 'connected'));
         assert.equal(typeof ups.find((u) => u.url.startsWith('stdio:'))?.pid, 'number');
       });
