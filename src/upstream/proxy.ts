@@ -149,7 +149,13 @@ export class UpstreamProxy {
       connectTimeoutMs: opts.connectTimeoutMs,
       idleTimeoutMs: opts.idleTimeoutMs,
       backoffMs: opts.backoffMs,
-      capabilities: { sampling: {}, elicitation: {}, roots: { listChanged: false } },
+      // applyDefaults: the SDK fills omitted fields of an accepted elicitation from the schema's
+      // defaults (SEP-1034) before the answer goes upstream.
+      capabilities: {
+        sampling: {},
+        elicitation: { form: { applyDefaults: true } },
+        roots: { listChanged: false },
+      },
       clientInfo: { name: `moonhub proxy (${owner})`, version: '0.1.0' },
       onAuthError: (status) =>
         this.opts.onAuthError ? this.opts.onAuthError(status) : Promise.resolve({}),
