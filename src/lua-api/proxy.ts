@@ -131,6 +131,17 @@ export function installProxyApi(state: LuaState, opts: ProxyBindingOptions): voi
       idleTimeoutMs: optNumber(given, 'idle_timeout_ms'),
       pin: pin === true,
     };
+    const oauth = given.oauth;
+    if (oauth === true || (typeof oauth === 'object' && oauth !== null && !Array.isArray(oauth))) {
+      const o = (oauth === true ? {} : oauth) as Record<string, unknown>;
+      proxyOpts.oauth = {
+        clientId: optStr(o, 'client_id'),
+        clientSecret: optStr(o, 'client_secret'),
+        clientMetadataUrl: optStr(o, 'client_metadata_url'),
+        scope: optStr(o, 'scope'),
+        redirectUrl: optStr(o, 'redirect_url'),
+      };
+    } else if (oauth !== undefined && oauth !== false) throw bad('oauth', 'true or a table', oauth);
     const transformRef = callbackRef(call, 3, 'transform_arguments');
     const authRef = callbackRef(call, 4, 'on_auth_error');
     if (transformRef !== undefined) {

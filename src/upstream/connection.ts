@@ -7,6 +7,7 @@
  */
 import { Client, SdkHttpError } from '@modelcontextprotocol/client';
 import type { FetchLike, JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
+import { HeadlessOAuthProvider, type OAuthSettings } from './oauth.js';
 import { createTransport, upstreamKind, type UpstreamKind } from './transports.js';
 import type { UpstreamRelay } from './relay.js';
 
@@ -39,6 +40,8 @@ export interface ConnectionOptions {
   /** First reconnect delay; doubles up to `maxBackoffMs` (defaults 250 ms, 30 s). */
   backoffMs?: number;
   maxBackoffMs?: number;
+  /** OAuth to the upstream (HTTP): discovery, registration, a headless authorization. */
+  oauth?: OAuthSettings;
   /** Asked for new credentials on 401/403; returning nothing gives up. */
   onAuthError?: (status: number) => Promise<{ token?: string; headers?: Record<string, string> }>;
   onListChanged?: (kind: 'tools' | 'prompts' | 'resources') => void;
@@ -87,6 +90,8 @@ export class UpstreamConnection {
   private token: string | undefined;
   private headers: Record<string, string>;
   private useSse = false;
+  private readonly oauth: HeadlessOAuthProvider | undefined;
+  private lastTransport: Transport | undefined;
   /** Requests in flight on the current client, aborted when its connection is lost. */
   private readonly inFlight = new Set<AbortController>();
   private readonly opts: ConnectionOptions;
@@ -99,6 +104,18 @@ export class UpstreamConnection {
     this.backoff = opts.backoffMs ?? 250;
     this.token = opts.token;
     this.headers = { ...opts.headers };
+    this.oauth =
+      opts.oauth && this.kind !== 'stdio' ? new HeadlessOAuthProvider(opts.oauth) : undefined;
+  }
+
+  /** After the SDK ran the OAuth flow up to the redirect: hands it the code; false if none. */
+  private async completeAuth(err: unknown): Promise<boolean> {
+    const callback = this.oauth?.pendingCallback;
+    if (!callback || (err as Error)?.name !== 'UnauthorizedError') return false;
+    this.oauth!.pendingCallback = undefined;
+    const transport = this.lastTransport as { finishAuth?: (p: URLSearchParams) => Promise<void> };
+    await transport?.finishAuth?.(callback);
+    return true;
   }
 
   get sdkClient(): Client | undefined {
@@ -138,7 +155,10 @@ export class UpstreamConnection {
         ) {
           this.useSse = true;
           client = await this.open();
-        } else if ((status === 401 || status === 403) && (await this.reauthorize(status))) {
+        } else if (
+          (await this.completeAuth(err)) ||
+          ((status === 401 || status === 403) && (await this.reauthorize(status)))
+        ) {
           client = await this.open();
         } else throw err;
       }
@@ -193,9 +213,11 @@ export class UpstreamConnection {
       env: this.opts.env,
       cwd: this.opts.cwd,
       fetch: this.opts.fetch,
+      authProvider: this.oauth,
       onIncoming: this.opts.onIncoming,
       onSpawn: this.opts.onSpawn,
     });
+    this.lastTransport = transport;
     client.onclose = () => this.lost(client, 'the upstream closed the connection');
     // A broken response stream (the upstream died mid-call) must fail the calls waiting on it
     // now, not when their timeouts run out.
@@ -274,7 +296,9 @@ export class UpstreamConnection {
         if (ac.signal.aborted && ac.signal.reason instanceof UpstreamError) throw ac.signal.reason;
         const status = statusOf(err);
         const expired = status === 404 || (status === 400 && this.kind === 'http');
-        const auth = (status === 401 || status === 403) && (await this.reauthorize(status));
+        const auth =
+          (await this.completeAuth(err)) ||
+          ((status === 401 || status === 403) && (await this.reauthorize(status)));
         const dropped = this.client !== client;
         if (!retried && (expired || auth || (dropped && isConnectionError(err)))) {
           retried = true;

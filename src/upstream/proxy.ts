@@ -37,6 +37,7 @@ export interface ProxyOptions {
     ctx: CallContext,
   ) => Promise<Record<string, unknown> | undefined>;
   onAuthError?: ConnectionOptions['onAuthError'];
+  oauth?: ConnectionOptions['oauth'];
   backoffMs?: number;
 }
 
@@ -149,6 +150,7 @@ export class UpstreamProxy {
       connectTimeoutMs: opts.connectTimeoutMs,
       idleTimeoutMs: opts.idleTimeoutMs,
       backoffMs: opts.backoffMs,
+      oauth: opts.oauth,
       // applyDefaults: the SDK fills omitted fields of an accepted elicitation from the schema's
       // defaults (SEP-1034) before the answer goes upstream.
       capabilities: {

@@ -4,7 +4,12 @@
  * every message so callers (chilkat's `get_last_json_data`) can see the raw JSON-RPC envelopes.
  */
 import { SSEClientTransport, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import type { FetchLike, JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
+import type {
+  FetchLike,
+  JSONRPCMessage,
+  OAuthClientProvider,
+  Transport,
+} from '@modelcontextprotocol/client';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
 
 export type UpstreamKind = 'http' | 'sse' | 'stdio';
@@ -15,6 +20,7 @@ export interface TransportSettings {
   env?: Record<string, string>;
   cwd?: string;
   fetch?: FetchLike;
+  authProvider?: OAuthClientProvider;
   /** Called with each message the upstream sends. */
   onIncoming?: (message: JSONRPCMessage) => void;
   /** Called with the child's pid once a stdio subprocess runs. */
@@ -85,10 +91,15 @@ export function createTransport(
     const requestInit: RequestInit = { headers: settings.headers ?? {} };
     inner =
       kind === 'sse'
-        ? new SSEClientTransport(new URL(url), { requestInit, fetch: settings.fetch })
+        ? new SSEClientTransport(new URL(url), {
+            requestInit,
+            fetch: settings.fetch,
+            authProvider: settings.authProvider,
+          })
         : new StreamableHTTPClientTransport(new URL(url), {
             requestInit,
             fetch: settings.fetch,
+            authProvider: settings.authProvider,
             // Reconnecting a dropped GET stream is the connection's job, not the transport's.
             reconnectionOptions: {
               maxReconnectionDelay: 30_000,

@@ -14,6 +14,8 @@ import type { CallPeer } from '../../src/registry/types.js';
 
 const url = process.argv[process.argv.length - 1] ?? '';
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
+/** Pre-registered credentials some auth scenarios hand the client. */
+const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as Record<string, unknown>;
 
 const agent: CallPeer = {
   clientCapabilities: { sampling: {}, elicitation: {} },
@@ -27,6 +29,16 @@ const agent: CallPeer = {
     throw new Error(`the driver cannot answer ${method}`);
   },
 };
+
+/** The proxy's `oauth` option as Lua source: the scenario's credentials, if it gave any. */
+function luaOauth(): string {
+  const fields: string[] = [];
+  for (const key of ['client_id', 'client_secret'])
+    if (typeof context[key] === 'string') fields.push(`${key} = ${JSON.stringify(context[key])}`);
+  if (!context.client_id)
+    fields.push('client_metadata_url = "https://conformance-test.local/client-metadata.json"');
+  return `{ ${fields.join(', ')} }`;
+}
 
 /** Arguments that satisfy a schema's required properties. */
 function sample(schema: Record<string, unknown>): Record<string, unknown> {
@@ -45,7 +57,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'moonhub-conformance-'));
   writeFileSync(
     join(dir, 'conformance.lua'),
-    `local ok, err = mcp.proxy(${JSON.stringify(url)}, { prefix = "up.", timeout_ms = 20000 })\n` +
+    `local ok, err = mcp.proxy(${JSON.stringify(url)}, { prefix = "up.", timeout_ms = 20000, oauth = ${luaOauth()} })\n` +
       `if not ok then error(err, 0) end\n`,
   );
   const hub = await startHub({ pluginDirs: [dir], logger: createLogger('warn'), watch: false });
