@@ -134,7 +134,13 @@ export function installProxyApi(state: LuaState, opts: ProxyBindingOptions): voi
     const oauth = given.oauth;
     if (oauth === true || (typeof oauth === 'object' && oauth !== null && !Array.isArray(oauth))) {
       const o = (oauth === true ? {} : oauth) as Record<string, unknown>;
+      const grant = optStr(o, 'grant');
+      if (grant !== undefined && grant !== 'authorization_code' && grant !== 'client_credentials')
+        throw bad('oauth.grant', "'authorization_code' or 'client_credentials'", grant);
       proxyOpts.oauth = {
+        grant,
+        privateKeyPem: optStr(o, 'private_key_pem'),
+        signingAlgorithm: optStr(o, 'signing_algorithm'),
         clientId: optStr(o, 'client_id'),
         clientSecret: optStr(o, 'client_secret'),
         clientMetadataUrl: optStr(o, 'client_metadata_url'),

@@ -7,7 +7,7 @@
  */
 import { Client, SdkHttpError } from '@modelcontextprotocol/client';
 import type { FetchLike, JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
-import { HeadlessOAuthProvider, type OAuthSettings } from './oauth.js';
+import { oauthProvider, type OAuthSettings } from './oauth.js';
 import { createTransport, upstreamKind, type UpstreamKind } from './transports.js';
 import type { UpstreamRelay } from './relay.js';
 
@@ -90,7 +90,7 @@ export class UpstreamConnection {
   private token: string | undefined;
   private headers: Record<string, string>;
   private useSse = false;
-  private readonly oauth: HeadlessOAuthProvider | undefined;
+  private readonly oauth: ReturnType<typeof oauthProvider> | undefined;
   private lastTransport: Transport | undefined;
   /** Requests in flight on the current client, aborted when its connection is lost. */
   private readonly inFlight = new Set<AbortController>();
@@ -104,8 +104,7 @@ export class UpstreamConnection {
     this.backoff = opts.backoffMs ?? 250;
     this.token = opts.token;
     this.headers = { ...opts.headers };
-    this.oauth =
-      opts.oauth && this.kind !== 'stdio' ? new HeadlessOAuthProvider(opts.oauth) : undefined;
+    this.oauth = opts.oauth && this.kind !== 'stdio' ? oauthProvider(opts.oauth) : undefined;
   }
 
   /** After the SDK ran the OAuth flow up to the redirect: hands it the code; false if none. */

@@ -6,11 +6,17 @@
  * machine clients without interaction. When a person is needed, the error says where to go.
  * Tokens are kept in memory for the connection's life.
  */
+import { ClientCredentialsProvider, PrivateKeyJwtProvider } from '@modelcontextprotocol/client';
 import type { OAuthClientProvider } from '@modelcontextprotocol/client';
 
 export interface OAuthSettings {
+  /** `authorization_code` (default, headless) or `client_credentials` (machine to machine). */
+  grant?: 'authorization_code' | 'client_credentials';
   clientId?: string;
   clientSecret?: string;
+  /** For client_credentials with a signed JWT (private_key_jwt) instead of a secret. */
+  privateKeyPem?: string;
+  signingAlgorithm?: string;
   /** An https URL of a client ID metadata document (used where the server supports it). */
   clientMetadataUrl?: string;
   scope?: string;
@@ -103,4 +109,26 @@ export class HeadlessOAuthProvider implements OAuthClientProvider {
     }
     this.pendingCallback = params;
   }
+}
+
+/** The provider for the settings: headless authorization code, or a client_credentials grant. */
+export function oauthProvider(settings: OAuthSettings): OAuthClientProvider & {
+  pendingCallback?: URLSearchParams;
+} {
+  if (settings.grant !== 'client_credentials') return new HeadlessOAuthProvider(settings);
+  if (!settings.clientId) throw new Error('oauth client_credentials needs client_id');
+  if (settings.privateKeyPem)
+    return new PrivateKeyJwtProvider({
+      clientId: settings.clientId,
+      privateKey: settings.privateKeyPem,
+      algorithm: settings.signingAlgorithm ?? 'RS256',
+      scope: settings.scope,
+    });
+  if (!settings.clientSecret)
+    throw new Error('oauth client_credentials needs client_secret or private_key_pem');
+  return new ClientCredentialsProvider({
+    clientId: settings.clientId,
+    clientSecret: settings.clientSecret,
+    scope: settings.scope,
+  });
 }

@@ -33,8 +33,10 @@ const agent: CallPeer = {
 /** The proxy's `oauth` option as Lua source: the scenario's credentials, if it gave any. */
 function luaOauth(): string {
   const fields: string[] = [];
-  for (const key of ['client_id', 'client_secret'])
+  for (const key of ['client_id', 'client_secret', 'private_key_pem', 'signing_algorithm'])
     if (typeof context[key] === 'string') fields.push(`${key} = ${JSON.stringify(context[key])}`);
+  // The operator's choice for a machine client; the suite's scenario names it.
+  if (scenario.includes('client-credentials')) fields.push('grant = "client_credentials"');
   if (!context.client_id)
     fields.push('client_metadata_url = "https://conformance-test.local/client-metadata.json"');
   return `{ ${fields.join(', ')} }`;
