@@ -65,6 +65,16 @@ export interface ProxyStatus {
   changed: ChangedTool[];
 }
 
+/** The upstream's result with only what MCP's tool result holds (no era-specific fields). */
+function toolResult(r: Record<string, unknown>): ToolResult {
+  const out: ToolResult = { content: (r.content ?? []) as ToolResult['content'] };
+  if (r.isError === true) out.isError = true;
+  if (r.structuredContent && typeof r.structuredContent === 'object')
+    out.structuredContent = r.structuredContent as Record<string, unknown>;
+  if (r._meta && typeof r._meta === 'object') out._meta = r._meta as Record<string, unknown>;
+  return out;
+}
+
 /** Glob over upstream names: `*` any run, `?` one character. */
 export function globMatch(glob: string, name: string): boolean {
   const re = glob
@@ -404,7 +414,7 @@ export class UpstreamProxy {
             : undefined,
         },
       );
-      return result as unknown as ToolResult;
+      return toolResult(result as Record<string, unknown>);
     } catch (err) {
       return {
         isError: true,
@@ -426,7 +436,9 @@ export class UpstreamProxy {
         (c, o) => c.getPrompt({ name: upstreamName, arguments: args }, o),
         { signal: ctx.signal },
       );
-      return r as unknown as PromptResult;
+      const out: PromptResult = { messages: r.messages as PromptResult['messages'] };
+      if (r.description !== undefined) out.description = r.description;
+      return out;
     } finally {
       untrack();
     }
@@ -438,7 +450,7 @@ export class UpstreamProxy {
       const r = await this.connection.request((c, o) => c.readResource({ uri }, o), {
         signal: ctx.signal,
       });
-      return r as unknown as ResourceReadResult;
+      return { contents: r.contents as ResourceReadResult['contents'] };
     } finally {
       untrack();
     }

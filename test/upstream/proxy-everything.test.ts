@@ -32,7 +32,7 @@ describe('mcp.proxy against server-everything', () => {
       join(dir, 'ev.lua'),
       `assert(mcp.proxy(${JSON.stringify(upstream.url)}, { prefix = "ev." }))\n` +
         `assert(mcp.proxy(${JSON.stringify(sse.url)}, { prefix = "old.", include = { "echo" } }))\n` +
-        `assert(mcp.proxy(${JSON.stringify(EVERYTHING_STDIO)}, { prefix = "evs.", include = { "echo", "get-*" }, exclude = { "get-env" } }))\n`,
+        `assert(mcp.proxy(${JSON.stringify(EVERYTHING_STDIO)}, { prefix = "evs.", include = { "echo", "get-*" }, exclude = { "get-structured-content" }, env = { MOONHUB_TEST_ENV = "from-the-proxy" } }))\n`,
     );
     hub = await startMoonhub(['--plugins', dir]);
   });
@@ -67,7 +67,7 @@ describe('mcp.proxy against server-everything', () => {
           'hub_status',
         ])
           assert.ok(names.includes(n), `${n} in ${names.join(', ')}`);
-        assert.ok(!names.includes('evs.get-env'), 'exclude wins over include');
+        assert.ok(!names.includes('evs.get-structured-content'), 'exclude wins over include');
         assert.ok(!names.includes('evs.trigger-long-running-operation'), 'include filters');
         const sum = (await client.listTools()).tools.find((t) => t.name === 'ev.get-sum');
         assert.deepEqual(Object.keys((sum?.inputSchema.properties ?? {}) as object).sort(), [
@@ -100,6 +100,11 @@ describe('mcp.proxy against server-everything', () => {
           text(await client.callTool({ name: 'evs.get-sum', arguments: { a: 40, b: 2 } })),
           /\b42\b/,
         );
+      });
+
+      it('starts the stdio child with the env option', async () => {
+        const r = await client.callTool({ name: 'evs.get-env', arguments: {} });
+        assert.match(text(r), /MOONHUB_TEST_ENV.{0,5}from-the-proxy/);
       });
 
       it('passes structured content and images through', async () => {

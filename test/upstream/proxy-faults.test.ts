@@ -44,7 +44,8 @@ describe('upstream faults', () => {
     dead = await refusedUrl();
     upstream = await startEverythingHttp();
     fake = await startFakeUpstream();
-    const quitter = `stdio:${process.execPath} -e "require('fs').appendFileSync(process.argv[1], 'x')" ${spawns}`;
+    // A relative file name: it lands in `dir` only if the cwd option took effect.
+    const quitter = `stdio:${process.execPath} -e "require('fs').appendFileSync(process.argv[1], 'x')" spawns.txt`;
     writeFileSync(
       join(dir, 'faults.lua'),
       [
@@ -52,7 +53,7 @@ describe('upstream faults', () => {
         `mcp.proxy(${JSON.stringify(fake.url)}, { prefix = "fake.", timeout_ms = 800 })`,
         `local ok, err = mcp.proxy(${JSON.stringify(dead)}, { prefix = "dead." })`,
         `log.info("dead proxy", { ok = ok, err = err })`,
-        `mcp.proxy(${JSON.stringify(quitter)}, { prefix = "quit." })`,
+        `mcp.proxy(${JSON.stringify(quitter)}, { prefix = "quit.", cwd = ${JSON.stringify(dir)} })`,
         `mcp.tool("alive", {}, function() return "yes" end)`,
       ].join('\n'),
     );
@@ -73,7 +74,7 @@ describe('upstream faults', () => {
     assert.equal(down?.state === 'connected', false);
     assert.match(down?.error ?? '', /connection refused/);
     await hub.waitForLog(
-      /"ok":false,"err":"upstream http:\S+ is not connected yet[^"]*connection refused/,
+      /^(?=.*"ok":false)(?=.*"err":"upstream http:\S+ is not connected yet[^"]*connection refused).*"msg":"dead proxy"/m,
     );
   });
 
