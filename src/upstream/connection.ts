@@ -294,7 +294,9 @@ export class UpstreamConnection {
         if (extras.signal?.aborted) throw new UpstreamError('the call was cancelled');
         if (ac.signal.aborted && ac.signal.reason instanceof UpstreamError) throw ac.signal.reason;
         const status = statusOf(err);
-        const expired = status === 404 || (status === 400 && this.kind === 'http');
+        // A 400 means an unknown session only when there was one (some servers send 400, not 404).
+        const hadSession = Boolean((client.transport as { sessionId?: string })?.sessionId);
+        const expired = status === 404 || (status === 400 && hadSession);
         const auth =
           (await this.completeAuth(err)) ||
           ((status === 401 || status === 403) && (await this.reauthorize(status)));
