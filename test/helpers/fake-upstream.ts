@@ -17,12 +17,24 @@ export interface FakeUpstream {
   hangAll: boolean;
   /** When set, requests without `Authorization: Bearer <token>` get 401. */
   token?: string;
+  /** Status answered to a session id the server does not know (404 by the spec; some send 400). */
+  unknownSessionStatus: number;
+  /** Forgets every session, as a restarted server would. */
+  forgetSessions: () => void;
   requests: string[];
   close: () => Promise<void>;
 }
 
 export async function startFakeUpstream(): Promise<FakeUpstream> {
-  const fake = { mode: 'ok', hangAll: false, requests: [] } as unknown as FakeUpstream;
+  const fake = {
+    mode: 'ok',
+    hangAll: false,
+    requests: [],
+    unknownSessionStatus: 404,
+  } as unknown as FakeUpstream;
+  const sessions = new Set<string>();
+  let nextSession = 1;
+  fake.forgetSessions = () => sessions.clear();
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (d: Buffer) => (body += d.toString()));
@@ -33,13 +45,29 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         return;
       }
       if (req.method !== 'POST') {
+        if (req.method === 'DELETE') fake.requests.push('DELETE');
         res.writeHead(405).end();
         return;
       }
       const msg = JSON.parse(body) as { id?: number; method: string };
       fake.requests.push(msg.method);
+      let session = req.headers['mcp-session-id'] as string | undefined;
+      if (msg.method === 'initialize') {
+        session = `fake-${nextSession++}`;
+        sessions.add(session);
+      } else if (session !== undefined && !sessions.has(session)) {
+        res.writeHead(fake.unknownSessionStatus, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: null,
+            error: { code: -32001, message: 'Session not found' },
+          }),
+        );
+        return;
+      }
       const reply = (result: unknown) => {
-        res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'fake-1' });
+        res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': session ?? '' });
         res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
       };
       if (msg.id === undefined) {

@@ -106,6 +106,25 @@ describe('UpstreamConnection', () => {
     fake.token = undefined;
   });
 
+  for (const status of [404, 400]) {
+    it(`re-initializes a session the server forgot (${status}) and retries the request once`, async () => {
+      fake.unknownSessionStatus = status;
+      const conn = new UpstreamConnection({ url: fake.url, autoReconnect: false });
+      const call = () => conn.request((c, o) => c.callTool({ name: 'work', arguments: {} }, o));
+      await call();
+      const inits = () => fake.requests.filter((m) => m === 'initialize').length;
+      const before = inits();
+      fake.forgetSessions();
+      const r = await call();
+      assert.equal((r.content as { text: string }[])[0]?.text, 'worked');
+      assert.equal(inits(), before + 1, 'one new handshake');
+      assert.equal(conn.connects, 2);
+      await conn.close();
+      assert.equal(fake.requests.at(-1), 'DELETE', 'close ends the session (a 405 is fine)');
+      fake.unknownSessionStatus = 404;
+    });
+  }
+
   it('names a refused connection and stops retrying once closed', async () => {
     const url = await refusedUrl();
     const conn = new UpstreamConnection({ url, backoffMs: 50 });
