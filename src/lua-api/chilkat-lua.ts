@@ -6,7 +6,11 @@
  * the caller's); a method that waits yields through `wait`.
  */
 export const CHILKAT_LUA = String.raw`
-local h = ...
+-- The host's two functions, left by installChilkat in a global that only this chunk reads.
+local host = __chilkat_host
+if host == nil then error("chilkat: the module's host functions are gone from this state", 2) end
+__chilkat_host = nil
+local hc, hw = host.call, host.wait
 local RAISE = "\0chilkat:raise"
 local JSON_METHODS = { "load", "emit", "string_of", "int_of", "bool_of", "has_member",
   "size_of_array", "update_string", "update_int", "update_bool", "update_null",
@@ -50,10 +54,10 @@ local function make(cls, methods, async, special)
       local n = select("#", ...)
       local args = pack(...)
       for i = 1, n do args[i] = to_host(args[i]) end
-      local r = pack(pcall(h.invoke, id, name, unpack(args, 1, n)))
+      local r = pack(pcall(hc, "invoke", id, name, unpack(args, 1, n)))
       if not r[1] then error(r[2], 2) end
       if is_async then
-        r = pack(h.wait(r[2]))
+        r = pack(hw(r[2]))
         if rawequal(r[1], RAISE) then error(r[2], 0) end
         return unpack(r, 1, r.n)
       end
@@ -66,17 +70,17 @@ local function make(cls, methods, async, special)
   mt.__index = function(self, k)
     local m = bound[k]
     if m then return m end
-    local ok, v = pcall(h.get, ids[self], k)
+    local ok, v = pcall(hc, "get", ids[self], k)
     if not ok then error(v, 2) end
     return v
   end
   mt.__newindex = function(self, k, v)
-    local ok, e = pcall(h.set, ids[self], k, to_host(v))
+    local ok, e = pcall(hc, "set", ids[self], k, to_host(v))
     if not ok then error(e, 2) end
   end
   local function release(self)
     local id = ids[self]
-    if id then h.free(id) end
+    if id then hc("free", id) end
   end
   mt.__gc = release
   mt.__close = release
@@ -84,7 +88,7 @@ local function make(cls, methods, async, special)
   local C = {}
   function C.new()
     local obj = setmetatable({}, mt)
-    ids[obj] = h.new(cls)
+    ids[obj] = hc("new", cls)
     class_of[obj] = cls
     return obj
   end
@@ -93,7 +97,7 @@ end
 
 local function set_event_handler(id, t)
   if t == nil then
-    h.events(id)
+    hc("events", id)
     return true
   end
   if type(t) ~= "table" then
@@ -108,7 +112,7 @@ local function set_event_handler(id, t)
       error("bad argument #1 to 'set_event_handler' (" .. k .. " must be a function, got " .. type(v) .. ")", 2)
     end
   end
-  h.events(id, t.abort_check, t.percent_done, t.progress_info)
+  hc("events", id, t.abort_check, t.percent_done, t.progress_info)
   return true
 end
 
@@ -126,15 +130,5 @@ return {
 }
 `;
 
-/** Installed once per state: makes `require("chilkat")` build the module on first use. */
-export const CHILKAT_HOOK = String.raw`
-local host, source = __chilkat_host, __chilkat_source
-__chilkat_host, __chilkat_source = nil, nil
-local load, rawset, setmetatable = load, rawset, setmetatable
-setmetatable(package.loaded, { __index = function(t, k)
-  if k ~= "chilkat" then return nil end
-  local m = load(source, "=[chilkat]")(host)
-  rawset(t, k, m)
-  return m
-end })
-`;
+/** What `require("chilkat")` loads (host.find_module hands it out as a built-in module). */
+export const CHILKAT_MODULE = { source: CHILKAT_LUA, chunkname: '[chilkat]' };

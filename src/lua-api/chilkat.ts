@@ -1,13 +1,13 @@
 /**
  * `require("chilkat")` (LUA_API §4): installs the host side of `chilkat.Mcp`, `chilkat.JsonObject`
- * and `chilkat.Socket`, and a hook that builds the module the first time a state requires it, so
- * states that never use it pay almost nothing. Objects live in a per-state table keyed by id;
+ * and `chilkat.Socket`; the Lua side is a built-in module that `require` compiles on first use
+ * (see builtinModule), so states that never use it pay for two host functions. Objects live in a per-state table keyed by id;
  * property reads and writes are checked here (unknown name, wrong type, read-only, range).
  */
 import { LuaArgumentError } from '../lua/errors.js';
 import { LuaMulti, type HostCall, type HostFunctionSpec, type LuaState } from '../lua/state.js';
 import { LuaType, luaTypeName } from '../lua/wasm.js';
-import { CHILKAT_HOOK, CHILKAT_LUA } from './chilkat-lua.js';
+import { CHILKAT_MODULE } from './chilkat-lua.js';
 import { JsonDoc } from './chilkat-json.js';
 import { ChilkatMcp, type Outcome } from './chilkat-mcp.js';
 import { PROPS, type SocketSettings } from './chilkat-props.js';
@@ -393,9 +393,25 @@ export function installChilkat(state: LuaState, opts: ChilkatOptions): void {
       },
     },
   };
-  state.defineLibrary('__chilkat_host', host);
-  state.setGlobal('__chilkat_source', CHILKAT_LUA);
-  state.exec(CHILKAT_HOOK, '=[chilkat]');
+  // One sync dispatcher (its argument 1 names the operation) and the async wait: two host
+  // functions per state instead of one per operation keeps states that never use chilkat cheap.
+  state.defineLibrary('__chilkat_host', {
+    call: {
+      fn: (args, call) => {
+        const name = String(args[0]);
+        const op = name === 'wait' ? undefined : host[name]?.fn;
+        if (!op) throw new LuaArgumentError(`chilkat: unknown operation ${String(args[0])}`);
+        const shifted: HostCall = {
+          ...call,
+          nargs: call.nargs - 1,
+          typeOf: (i) => call.typeOf(i + 1),
+          ref: (i) => call.ref(i + 1),
+        };
+        return op(args.slice(1), shifted);
+      },
+    },
+    wait: host.wait!,
+  });
 }
 
 /** Lua's name for the type of explicit argument n (stack slot n + 2, after id and method). */
@@ -413,4 +429,9 @@ function unknownProperty(cls: string, name: string): LuaArgumentError {
 
 function pascal(snake: string): string {
   return snake.replace(/(^|_)([a-z])/g, (_m, _u, c: string) => c.toUpperCase());
+}
+
+/** The built-in modules `require` finds besides a plugin's own files: `chilkat`. */
+export function builtinModule(name: string): { source: string; chunkname: string } | undefined {
+  return name === 'chilkat' ? CHILKAT_MODULE : undefined;
 }

@@ -15,6 +15,7 @@ import { installVfs } from './vfs.js';
 export { endForgottenBatches, normalizeSchema } from './mcp-registry.js';
 export { luaContext } from './context.js';
 export { settleUpstreams } from './proxy.js';
+export { builtinModule } from './chilkat.js';
 
 export interface ApiOptions {
   registry: Registry;

@@ -11,7 +11,12 @@ import type { Logger } from '../log.js';
 import { LuaState } from '../lua/state.js';
 import { LuaError } from '../lua/errors.js';
 import type { Registry } from '../registry/registry.js';
-import { installApi, endForgottenBatches, settleUpstreams } from '../lua-api/index.js';
+import {
+  installApi,
+  endForgottenBatches,
+  settleUpstreams,
+  builtinModule,
+} from '../lua-api/index.js';
 import { discoverPlugins, locatePlugin, type PluginSource } from './discover.js';
 
 export interface PluginHostOptions {
@@ -199,7 +204,9 @@ export class PluginHost {
   private findModule(
     source: PluginSource,
     name: string,
-  ): { source: Uint8Array; chunkname: string } | string {
+  ): { source: Uint8Array | string; chunkname: string } | string {
+    const builtin = builtinModule(name);
+    if (builtin) return builtin;
     if (!source.folder) {
       return `module '${name}' not found: a single-file plugin can only require built-in modules (make the plugin a folder with init.lua to add modules)`;
     }
