@@ -13,6 +13,7 @@ import { toPromptResult, toResourceContents, toToolResult } from '../registry/re
 import type { CallContext, PromptArgument } from '../registry/types.js';
 import { checkFunction, checkString, checkTable, optString, optTable } from './args.js';
 import { luaContext } from './context.js';
+import { closeUpstreams } from './proxy.js';
 
 export interface RegistryBindingOptions {
   registry: Registry;
@@ -307,7 +308,10 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
     },
     reset: {
       fn: (args, call) => {
-        registry.reset(optString(args, call, 1, 'reset'));
+        const source = optString(args, call, 1, 'reset');
+        registry.reset(source);
+        // What a reset owner imported from upstreams must not come back at the next re-import.
+        void closeUpstreams(registry, source);
         return undefined;
       },
     },

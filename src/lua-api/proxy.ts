@@ -223,3 +223,9 @@ export function settleUpstreams(
 ): Promise<void> {
   return upstreamsOf(registry).settleOwner(owner, kept, failed);
 }
+
+/** `mcp.reset(source)`: closes the proxies of `source` (all proxies when it is nil). */
+export function closeUpstreams(registry: Registry, owner: string | undefined): Promise<void> {
+  const manager = upstreamsOf(registry);
+  return owner === undefined ? manager.stop() : manager.settleOwner(owner, undefined);
+}

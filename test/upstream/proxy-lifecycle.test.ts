@@ -79,6 +79,22 @@ describe('proxy lifecycle with its plugin', () => {
     assert.ok(!(await tools()).includes('life.echo'));
   });
 
+  it('closes the proxies of a plugin that mcp.reset clears', async () => {
+    const from = hub.log().length;
+    writeFileSync(
+      file,
+      proxied + 'mcp.tool("wipe", {}, function() mcp.reset("life") return "wiped" end)\n',
+    );
+    await hub.waitForLog(/plugin reloaded/, from, 15_000);
+    await until(async () => (await upstreams())[0]?.pid !== undefined, 'a child');
+    const pid = (await upstreams())[0]!.pid!;
+    const r = await client.callTool({ name: 'wipe', arguments: {} });
+    assert.equal((r.content as { text: string }[])[0]?.text, 'wiped');
+    await until(() => !alive(pid), 'the child to be killed');
+    assert.equal((await upstreams()).length, 0);
+    assert.ok(!(await tools()).includes('life.echo'));
+  });
+
   it('closes the proxies of a deleted plugin', async () => {
     let from = hub.log().length;
     writeFileSync(file, proxied);
