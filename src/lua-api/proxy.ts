@@ -90,7 +90,6 @@ function optStr(opts: Record<string, unknown>, field: string): string | undefine
 export function installProxyApi(state: LuaState, opts: ProxyBindingOptions): void {
   const { registry, owner } = opts;
   const manager = upstreamsOf(registry);
-  manager.logger = opts.logger;
   const waits = new Map<string, Promise<LuaMulti | boolean>>();
   let nextKey = 1;
 
@@ -178,7 +177,7 @@ export function installProxyApi(state: LuaState, opts: ProxyBindingOptions): voi
     const key = String(nextKey++);
     waits.set(
       key,
-      manager.proxy(owner, url, proxyOpts, state).then(async (proxy) => {
+      manager.proxy(owner, url, proxyOpts, state, opts.logger).then(async (proxy) => {
         await proxy.settle(Math.min(proxyOpts.connectTimeoutMs ?? 10_000, FIRST_IMPORT_WAIT_MS));
         if (proxy.connection.state === 'connected') return true;
         return new LuaMulti([

@@ -4,14 +4,12 @@
  * stops, and what `hub_status` reports.
  */
 import type { Logger } from '../log.js';
-import { silentLogger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { UpstreamProxy, type ProxyOptions, type ProxyStatus } from './proxy.js';
 
 export class UpstreamManager {
   private readonly proxies = new Map<string, UpstreamProxy>();
   private readonly registry: Registry;
-  logger: Logger = silentLogger;
 
   constructor(registry: Registry) {
     this.registry = registry;
@@ -25,12 +23,16 @@ export class UpstreamManager {
     return this.proxies.get(this.key(owner, url));
   }
 
-  /** Creates the proxy and starts it, or refreshes the one `owner` already has for `url`. */
+  /**
+   * Creates the proxy and starts it, or refreshes the one `owner` already has for `url`.
+   * `logger` is the owner's (it names the plugin).
+   */
   async proxy(
     owner: string,
     url: string,
     opts: ProxyOptions,
     declaredBy: object,
+    logger: Logger,
   ): Promise<UpstreamProxy> {
     const existing = this.get(owner, url);
     if (existing) {
@@ -38,7 +40,7 @@ export class UpstreamManager {
       await existing.refresh(opts);
       return existing;
     }
-    const proxy = new UpstreamProxy(this.registry, owner, url, opts, this.logger);
+    const proxy = new UpstreamProxy(this.registry, owner, url, opts, logger);
     proxy.declaredBy.add(declaredBy);
     this.proxies.set(this.key(owner, url), proxy);
     proxy.start();

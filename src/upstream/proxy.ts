@@ -146,7 +146,7 @@ export class UpstreamProxy {
     this.owner = owner;
     this.url = url;
     this.opts = opts;
-    this.logger = logger.child({ upstream: url, plugin: owner });
+    this.logger = logger.child({ upstream: url });
     this.relay = new UpstreamRelay((level, data, name) =>
       this.logger.info({ level, logger: name, data }, 'upstream log message'),
     );

@@ -40,11 +40,10 @@ describe('relay between agent and upstream', () => {
   let upstream: HttpUpstream;
   const registry = new Registry();
   const manager = new UpstreamManager(registry);
-  manager.logger = silentLogger;
 
   before(async () => {
     upstream = await startEverythingHttp();
-    const proxy = await manager.proxy('relay', upstream.url, { prefix: 'ev.' }, {});
+    const proxy = await manager.proxy('relay', upstream.url, { prefix: 'ev.' }, {}, silentLogger);
     await proxy.settle(10_000);
     assert.equal(proxy.connection.state, 'connected');
   });
