@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { connectHttpClient } from '../helpers/mcp-client.js';
 import { BIN, startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
+import { startFakeUpstream } from '../helpers/fake-upstream.js';
 
 const run = promisify(execFile);
 
@@ -160,6 +161,26 @@ describe('chilkat.Mcp against moonhub', () => {
       proxied.some((l) => l.startsWith(`POST ${upstream.url}`)),
       proxied.join('\n'),
     );
+  });
+
+  it('sends auth_token as a bearer token; without it the HTTP status is the error', async () => {
+    const fake = await startFakeUpstream();
+    fake.token = 'sesame';
+    try {
+      const r = await script(`
+        local m = chilkat.Mcp.new()
+        local ok, err = m:connect(${JSON.stringify(fake.url)})
+        m.auth_token = "sesame"
+        local ok2 = m:connect(${JSON.stringify(fake.url)})
+        local out = chilkat.JsonObject.new()
+        assert(m:call_tool("work", chilkat.JsonObject.new(), out))
+        return { denied = err, ok = ok2, text = out:string_of("content[0].text") }`);
+      assert.match(String(r.denied), /^Connect: .*401/);
+      assert.equal(r.ok, true);
+      assert.equal(r.text, 'worked');
+    } finally {
+      await fake.close();
+    }
   });
 
   it('works inside a plugin tool handler', async () => {
