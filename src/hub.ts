@@ -7,6 +7,8 @@ import { Registry } from './registry/registry.js';
 import { PluginHost } from './plugins/plugin-host.js';
 import { registerCodeMode, type ExecuteOptions } from './execute/index.js';
 import type { SessionViews } from './lua-api/index.js';
+import { registerHubStatus } from './upstream/hub-status.js';
+import { upstreamsOf } from './upstream/manager.js';
 
 export interface HubOptions {
   hubId?: string;
@@ -36,17 +38,17 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     memoryLimit: opts.memoryLimit,
     sessionViews: opts.sessionViews,
   });
+  registerHubStatus(registry, plugins);
   await plugins.start();
   const codeMode =
     opts.execute === false
       ? undefined
       : registerCodeMode(registry, opts.execute ?? {}, opts.logger);
-  return {
-    registry,
-    plugins,
-    stop: async () => {
-      await plugins.stop();
-      await codeMode?.close();
-    },
+  const stop = async () => {
+    await plugins.stop();
+    // Upstream sessions end and stdio children are killed with the hub.
+    await upstreamsOf(registry).stop();
+    await codeMode?.close();
   };
+  return { registry, plugins, stop };
 }

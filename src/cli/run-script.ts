@@ -7,7 +7,7 @@ import { join, resolve, sep } from 'node:path';
 import type { Hub } from '../hub.js';
 import type { Logger } from '../log.js';
 import { LuaState } from '../lua/state.js';
-import { installApi, registryCaller } from '../lua-api/index.js';
+import { builtinModule, installApi, registryCaller } from '../lua-api/index.js';
 import { installNotice } from '../lua-api/notice.js';
 
 export interface RunOptions {
@@ -26,6 +26,8 @@ export async function runScript(hub: Hub, opts: RunOptions): Promise<unknown> {
     name: 'script',
     print: opts.print,
     findModule: (name) => {
+      const builtin = builtinModule(name);
+      if (builtin) return builtin;
       if (!/^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$/.test(name)) return `module '${name}' not found`;
       const rel = name.split('.').join(sep);
       for (const candidate of [join(root, `${rel}.lua`), join(root, rel, 'init.lua')]) {

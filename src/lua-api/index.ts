@@ -8,6 +8,8 @@ import type { Registry } from '../registry/registry.js';
 import { installContext } from './context.js';
 import { installLog } from './log.js';
 import { installRegistryApi, type SessionViews } from './mcp-registry.js';
+import { installProxyApi } from './proxy.js';
+import { installChilkat } from './chilkat.js';
 import { installTask } from './task.js';
 import { installVfs } from './vfs.js';
 import { installScriptApi } from './script-api.js';
@@ -17,6 +19,8 @@ export { endForgottenBatches, normalizeSchema, type SessionViews } from './mcp-r
 export { luaContext } from './context.js';
 export { installScriptApi, type ScriptApiOptions } from './script-api.js';
 export { registryCaller, type ToolCaller } from './tool-caller.js';
+export { settleUpstreams } from './proxy.js';
+export { builtinModule } from './chilkat.js';
 
 export interface ApiOptions {
   registry: Registry;
@@ -46,4 +50,6 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
     notice: (text, params) => opts.logger.info({ source: 'notice', params }, text),
   });
   installScriptApi(state, { caller: () => caller, root: () => opts.root });
+  installProxyApi(state, { registry: opts.registry, owner: opts.owner, logger: opts.logger });
+  installChilkat(state, { root: opts.root });
 }

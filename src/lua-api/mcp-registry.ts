@@ -15,6 +15,7 @@ import { checkFunction, checkString, checkTable, optString, optTable } from './a
 import { callWithContext } from './context.js';
 import { completerRefs, luaCompleter } from './completions.js';
 import { templateVariables } from '../registry/uri-template.js';
+import { closeUpstreams } from './proxy.js';
 
 export interface RegistryBindingOptions {
   registry: Registry;
@@ -219,14 +220,6 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
     },
   };
 
-  const notYet = (fname: string): HostFunctionSpec => ({
-    fn: () => {
-      throw new LuaArgumentError(
-        `mcp.${fname} is not available yet: upstream proxies are not implemented in this version of moonhub`,
-      );
-    },
-  });
-
   let openBatches = 0;
 
   state.defineLibrary('mcp', {
@@ -365,12 +358,14 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
     },
     reset: {
       fn: (args, call) => {
-        registry.reset(optString(args, call, 1, 'reset'));
+        const source = optString(args, call, 1, 'reset');
+        registry.reset(source);
+        // What a reset owner imported from upstreams must not come back at the next re-import.
+        void closeUpstreams(registry, source);
         return undefined;
       },
     },
-    proxy: notYet('proxy'),
-    remove_proxy: notYet('remove_proxy'),
+    // mcp.proxy and mcp.remove_proxy: installed by ./proxy.ts (upstream servers).
   });
 
   // A plugin that forgets end_batch must not freeze notifications for the whole hub.

@@ -11,7 +11,13 @@ import type { Logger } from '../log.js';
 import { LuaState } from '../lua/state.js';
 import { LuaError } from '../lua/errors.js';
 import type { Registry } from '../registry/registry.js';
-import { installApi, endForgottenBatches, type SessionViews } from '../lua-api/index.js';
+import {
+  installApi,
+  endForgottenBatches,
+  settleUpstreams,
+  builtinModule,
+  type SessionViews,
+} from '../lua-api/index.js';
 import { discoverPlugins, locatePlugin, type PluginSource } from './discover.js';
 
 export interface PluginHostOptions {
@@ -153,6 +159,7 @@ export class PluginHost {
       await state.call(ref, [], { timeoutMs: this.opts.loadTimeoutMs ?? 10_000 });
       state.unref(ref);
       endForgottenBatches(state);
+      void settleUpstreams(registry, source.name, state);
       previous?.state?.retire();
       this.plugins.set(source.name, {
         source,
@@ -168,6 +175,7 @@ export class PluginHost {
       this.emit({ type: 'loaded', name: source.name });
     } catch (err) {
       if (state) endForgottenBatches(state);
+      if (state) void settleUpstreams(registry, source.name, previous?.state, state);
       registry.restoreOwner(source.name, snapshot);
       state?.close();
       const error = describeLoadError(err, source.entry);
@@ -192,6 +200,7 @@ export class PluginHost {
 
   private unload(name: string): void {
     const p = this.plugins.get(name);
+    void settleUpstreams(this.opts.registry, name, undefined);
     this.opts.registry.reset(name);
     if (!p) return;
     p.state?.retire();
@@ -204,7 +213,9 @@ export class PluginHost {
   private findModule(
     source: PluginSource,
     name: string,
-  ): { source: Uint8Array; chunkname: string } | string {
+  ): { source: Uint8Array | string; chunkname: string } | string {
+    const builtin = builtinModule(name);
+    if (builtin) return builtin;
     if (!source.folder) {
       return `module '${name}' not found: a single-file plugin can only require built-in modules (make the plugin a folder with init.lua to add modules)`;
     }

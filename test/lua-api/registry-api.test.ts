@@ -1,7 +1,7 @@
 /**
  * The seed's registry API as Lua code uses it (LUA_API §2): registration and its argument errors,
  * last registration wins, list/remove/call/count for tools, prompts and resources, batches,
- * reset, the "not yet" proxy, and the result conversion of §2.2.
+ * reset, mcp.proxy misuse, and the result conversion of §2.2.
  */
 import assert from 'node:assert/strict';
 import { after, beforeEach, describe, it } from 'node:test';
@@ -116,7 +116,19 @@ describe('mcp.tool and friends', () => {
         'mcp.tool("x", { input_schema = { type = 12 } }, function() end)',
         /input_schema is not a valid JSON Schema/,
       ],
-      ['mcp.proxy("http://127.0.0.1:1/mcp", {})', /mcp\.proxy is not available yet/],
+      ['mcp.proxy(42)', /test\.lua:1: bad argument #1 to 'proxy' \(string expected, got number\)/],
+      [
+        'mcp.proxy("ftp://x", {})',
+        /test\.lua:1: bad argument #1 to 'proxy' \(http\(s\):\/\/\.\.\. or stdio:<command line> expected/,
+      ],
+      [
+        'mcp.proxy("http://x/mcp", { include = 5 })',
+        /bad argument #2 to 'proxy' \(opts\.include must be a list of strings, got number\)/,
+      ],
+      [
+        'mcp.proxy("http://x/mcp", { transform_arguments = "upper" })',
+        /bad argument #2 to 'proxy' \(opts\.transform_arguments must be a function, got string\)/,
+      ],
       ['mcp.end_batch()', /end_batch called without a matching mcp\.begin_batch/],
     ];
     for (const [code, expected] of cases) {

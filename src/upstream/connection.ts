@@ -1,0 +1,393 @@
+/**
+ * One connection to an upstream MCP server, on the official SDK client: it connects (2026-07-28
+ * tried first over HTTP, the 2025 handshake as fallback, the old HTTP+SSE transport when the
+ * server needs it), keeps timeouts on connecting, on silence and on whole calls, re-initializes
+ * an expired session and retries the request once, and reconnects with backoff after the
+ * upstream goes away (a stdio child is restarted the same way and killed on close).
+ */
+import { Client, SdkHttpError } from '@modelcontextprotocol/client';
+import type { FetchLike, JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
+import { oauthProvider, type OAuthSettings } from './oauth.js';
+import { createTransport, upstreamKind, type UpstreamKind } from './transports.js';
+import type { UpstreamRelay } from './relay.js';
+
+export type UpstreamState = 'connecting' | 'connected' | 'disconnected' | 'closed';
+
+export interface ConnectionOptions {
+  url: string;
+  headers?: Record<string, string>;
+  token?: string;
+  env?: Record<string, string>;
+  cwd?: string;
+  /** Time to establish the connection and finish the handshake (default 10 s). */
+  connectTimeoutMs?: number;
+  /** Longest silence (no answer, no progress) allowed in a request (default 60 s). */
+  idleTimeoutMs?: number;
+  /** Longest total time of one request (default 60 s). */
+  callTimeoutMs?: number;
+  /** `auto` (2026-07-28, else 2025), `legacy` (2025 only) or a pinned revision. */
+  versionMode?: 'auto' | 'legacy' | { pin: string };
+  /** Protocol versions offered in the 2025 handshake, preferred first. */
+  protocolVersions?: string[];
+  fetch?: FetchLike;
+  clientInfo?: { name: string; version: string };
+  /** Capabilities declared to the upstream (what the relay can pass on to agents). */
+  capabilities?: Record<string, unknown>;
+  /** Try the old HTTP+SSE transport when a Streamable HTTP POST gets 404/405 (default true). */
+  legacySseFallback?: boolean;
+  /** Reconnect in the background after a failure or a dropped connection (default true). */
+  autoReconnect?: boolean;
+  /** First reconnect delay; doubles up to `maxBackoffMs` (defaults 250 ms, 30 s). */
+  backoffMs?: number;
+  maxBackoffMs?: number;
+  /** OAuth to the upstream (HTTP): discovery, registration, a headless authorization. */
+  oauth?: OAuthSettings;
+  /** Asked for new credentials on 401/403; returning nothing gives up. */
+  onAuthError?: (status: number) => Promise<{ token?: string; headers?: Record<string, string> }>;
+  onListChanged?: (kind: 'tools' | 'prompts' | 'resources') => void;
+  /** Called after each successful (re)connect. */
+  onConnected?: () => void;
+  /** Called when the connection is lost or a connect attempt fails. */
+  onDisconnected?: (reason: string) => void;
+  onIncoming?: (message: JSONRPCMessage) => void;
+  onSpawn?: (pid: number) => void;
+  relay?: UpstreamRelay;
+}
+
+export interface RequestExtras {
+  signal?: AbortSignal;
+  onProgress?: (p: { progress: number; total?: number; message?: string }) => void;
+  timeoutMs?: number;
+}
+
+/** A failure talking to the upstream, with the HTTP status when there was one. */
+export class UpstreamError extends Error {
+  readonly status: number | undefined;
+  readonly code: number | string | undefined;
+  constructor(message: string, status?: number, code?: number | string) {
+    super(message);
+    this.name = 'UpstreamError';
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+export const DEFAULT_CALL_TIMEOUT_MS = 60_000;
+
+export class UpstreamConnection {
+  readonly url: string;
+  readonly kind: UpstreamKind;
+  state: UpstreamState = 'disconnected';
+  lastError: string | undefined;
+  /** How many times a connection was established (restarts included). */
+  connects = 0;
+  attempts = 0;
+  private client: Client | undefined;
+  private connecting: Promise<Client> | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private backoff: number;
+  private token: string | undefined;
+  private headers: Record<string, string>;
+  private useSse = false;
+  private readonly oauth: ReturnType<typeof oauthProvider> | undefined;
+  private lastTransport: Transport | undefined;
+  /** Requests in flight on the current client, aborted when its connection is lost. */
+  private readonly inFlight = new Set<AbortController>();
+  private readonly opts: ConnectionOptions;
+
+  constructor(opts: ConnectionOptions) {
+    this.opts = opts;
+    this.url = opts.url;
+    this.kind = upstreamKind(opts.url);
+    this.useSse = this.kind === 'sse';
+    this.backoff = opts.backoffMs ?? 250;
+    this.token = opts.token;
+    this.headers = { ...opts.headers };
+    this.oauth = opts.oauth && this.kind !== 'stdio' ? oauthProvider(opts.oauth) : undefined;
+  }
+
+  /** After the SDK ran the OAuth flow up to the redirect: hands it the code; false if none. */
+  private async completeAuth(err: unknown): Promise<boolean> {
+    const callback = this.oauth?.pendingCallback;
+    if (!callback || (err as Error)?.name !== 'UnauthorizedError') return false;
+    this.oauth!.pendingCallback = undefined;
+    const transport = this.lastTransport as { finishAuth?: (p: URLSearchParams) => Promise<void> };
+    await transport?.finishAuth?.(callback);
+    return true;
+  }
+
+  get sdkClient(): Client | undefined {
+    return this.client;
+  }
+
+  /** Connects now (or joins the attempt in progress); rejects with what went wrong. */
+  connect(): Promise<Client> {
+    if (this.state === 'closed') return Promise.reject(new UpstreamError('the upstream is closed'));
+    if (this.client && this.state === 'connected') return Promise.resolve(this.client);
+    this.connecting ??= this.attempt().finally(() => (this.connecting = undefined));
+    return this.connecting;
+  }
+
+  /** Starts connecting in the background; failures are retried with backoff. */
+  start(): void {
+    this.connect().catch(() => undefined);
+  }
+
+  private async attempt(): Promise<Client> {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    this.state = 'connecting';
+    this.attempts++;
+    try {
+      let client: Client;
+      try {
+        client = await this.open();
+      } catch (err) {
+        // An old server without Streamable HTTP answers the POST with 404/405: try HTTP+SSE.
+        const status = statusOf(err);
+        if (
+          this.kind === 'http' &&
+          !this.useSse &&
+          this.opts.legacySseFallback !== false &&
+          (status === 404 || status === 405)
+        ) {
+          this.useSse = true;
+          client = await this.open();
+        } else if (
+          (await this.completeAuth(err)) ||
+          ((status === 401 || status === 403) && (await this.reauthorize(status)))
+        ) {
+          client = await this.open();
+        } else throw err;
+      }
+      if ((this.state as UpstreamState) !== 'connecting') {
+        // Closed while connecting.
+        await client.close().catch(() => undefined);
+        throw new UpstreamError('the upstream was closed while connecting');
+      }
+      this.client = client;
+      this.state = 'connected';
+      this.lastError = undefined;
+      this.connects++;
+      this.backoff = this.opts.backoffMs ?? 250;
+      this.opts.onConnected?.();
+      return client;
+    } catch (err) {
+      const e = describe(err, this.url);
+      this.lastError = e.message;
+      if ((this.state as UpstreamState) !== 'closed') {
+        this.state = 'disconnected';
+        this.opts.onDisconnected?.(e.message);
+        this.scheduleRetry();
+      }
+      throw e;
+    }
+  }
+
+  private async open(): Promise<Client> {
+    const caps = this.opts.capabilities ?? {};
+    const client = new Client(this.opts.clientInfo ?? { name: 'moonhub', version: '0.1.0' }, {
+      capabilities: caps,
+      versionNegotiation: {
+        mode: this.kind === 'http' && !this.useSse ? (this.opts.versionMode ?? 'auto') : 'legacy',
+      },
+      supportedProtocolVersions: this.opts.protocolVersions,
+      listChanged: this.opts.onListChanged
+        ? {
+            tools: { onChanged: () => this.opts.onListChanged?.('tools'), autoRefresh: false },
+            prompts: { onChanged: () => this.opts.onListChanged?.('prompts'), autoRefresh: false },
+            resources: {
+              onChanged: () => this.opts.onListChanged?.('resources'),
+              autoRefresh: false,
+            },
+          }
+        : undefined,
+    });
+    this.opts.relay?.attach(client, caps);
+    const headers = { ...this.headers };
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
+    const transport: Transport = createTransport(this.url, this.useSse ? 'sse' : this.kind, {
+      headers,
+      env: this.opts.env,
+      cwd: this.opts.cwd,
+      fetch: this.opts.fetch,
+      authProvider: this.oauth,
+      onIncoming: this.opts.onIncoming,
+      onSpawn: this.opts.onSpawn,
+    });
+    this.lastTransport = transport;
+    client.onclose = () => this.lost(client, 'the upstream closed the connection');
+    // A broken response stream (the upstream died mid-call) must fail the calls waiting on it
+    // now, not when their timeouts run out.
+    client.onerror = (err) => {
+      if (isConnectionError(err)) this.lost(client, describe(err, this.url).message);
+    };
+    await client.connect(transport, {
+      timeout: this.opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    });
+    return client;
+  }
+
+  private lost(client: Client, reason: string): void {
+    if (this.client !== client) return;
+    this.client = undefined;
+    for (const ac of this.inFlight) ac.abort(new UpstreamError(`connection lost: ${reason}`));
+    this.inFlight.clear();
+    client.onclose = undefined;
+    void client.close().catch(() => undefined);
+    if (this.state === 'closed') return;
+    this.state = 'disconnected';
+    this.lastError = reason;
+    this.opts.onDisconnected?.(reason);
+    this.scheduleRetry();
+  }
+
+  private scheduleRetry(): void {
+    if (this.opts.autoReconnect === false || this.state === 'closed' || this.retryTimer) return;
+    const delay = this.backoff;
+    this.backoff = Math.min(this.backoff * 2, this.opts.maxBackoffMs ?? 30_000);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.start();
+    }, delay);
+    this.retryTimer.unref();
+  }
+
+  private async reauthorize(status: number): Promise<boolean> {
+    if (!this.opts.onAuthError) return false;
+    const fresh = await this.opts.onAuthError(status).catch(() => undefined);
+    if (!fresh || (fresh.token === undefined && fresh.headers === undefined)) return false;
+    if (fresh.token !== undefined) this.token = fresh.token;
+    if (fresh.headers) this.headers = { ...this.headers, ...fresh.headers };
+    return true;
+  }
+
+  /**
+   * Runs one request on a live connection. An expired session (404, or the 400 some servers
+   * send) is re-initialized and the request retried once; so is a 401/403 that `onAuthError`
+   * answers with new credentials. Other failures become UpstreamErrors.
+   */
+  async request<T>(
+    run: (client: Client, options: Record<string, unknown>) => Promise<T>,
+    extras: RequestExtras = {},
+  ): Promise<T> {
+    const total = extras.timeoutMs ?? this.opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    let retried = false;
+    for (;;) {
+      const client = await this.connect();
+      const ac = new AbortController();
+      const onAbort = () => ac.abort(new UpstreamError('the call was cancelled'));
+      if (extras.signal?.aborted) onAbort();
+      extras.signal?.addEventListener('abort', onAbort, { once: true });
+      this.inFlight.add(ac);
+      const options: Record<string, unknown> = {
+        timeout: Math.min(this.opts.idleTimeoutMs ?? total, total),
+        maxTotalTimeout: total,
+        resetTimeoutOnProgress: true,
+        signal: ac.signal,
+      };
+      if (extras.onProgress) options.onprogress = extras.onProgress;
+      try {
+        return await run(client, options);
+      } catch (err) {
+        if (extras.signal?.aborted) throw new UpstreamError('the call was cancelled');
+        if (ac.signal.aborted && ac.signal.reason instanceof UpstreamError) throw ac.signal.reason;
+        const status = statusOf(err);
+        // A 400 means an unknown session only when there was one (some servers send 400, not 404).
+        const hadSession = Boolean((client.transport as { sessionId?: string })?.sessionId);
+        const expired = status === 404 || (status === 400 && hadSession);
+        const auth =
+          (await this.completeAuth(err)) ||
+          ((status === 401 || status === 403) && (await this.reauthorize(status)));
+        const dropped = this.client !== client;
+        if (!retried && (expired || auth || (dropped && isConnectionError(err)))) {
+          retried = true;
+          await this.drop(client);
+          continue;
+        }
+        if (expired || dropped) await this.drop(client);
+        throw describe(err, this.url);
+      } finally {
+        this.inFlight.delete(ac);
+        extras.signal?.removeEventListener('abort', onAbort);
+      }
+    }
+  }
+
+  /** Forgets a client whose session is gone, without scheduling a background retry. */
+  private async drop(client: Client): Promise<void> {
+    if (this.client === client) this.client = undefined;
+    if (this.state === 'connected') this.state = 'disconnected';
+    client.onclose = undefined;
+    await client.close().catch(() => undefined);
+  }
+
+  /** Ends the session (HTTP DELETE where the transport does that) and kills a stdio child. */
+  async close(): Promise<void> {
+    this.state = 'closed';
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    const client = this.client;
+    this.client = undefined;
+    if (!client) return;
+    client.onclose = undefined;
+    const transport = client.transport as { terminateSession?: () => Promise<void> } | undefined;
+    await transport?.terminateSession?.().catch(() => undefined);
+    await client.close().catch(() => undefined);
+  }
+}
+
+function statusOf(err: unknown): number | undefined {
+  if (err instanceof SdkHttpError) return err.status;
+  const e = err as { status?: unknown; code?: unknown; data?: { status?: unknown } };
+  if (typeof e?.status === 'number') return e.status;
+  if (typeof e?.data?.status === 'number') return e.data.status;
+  // The SSE transport reports HTTP failures as SseError with the status as its code.
+  if (e && (err as Error).name === 'SseError' && typeof e.code === 'number') return e.code;
+  return undefined;
+}
+
+/** The socket-level error (ECONNREFUSED, ECONNRESET, ...) somewhere in an error's causes. */
+function networkCause(err: unknown): { code: string; message: string } | undefined {
+  let cur: unknown = err;
+  for (let depth = 0; depth < 6 && cur && typeof cur === 'object'; depth++) {
+    const c = cur as {
+      code?: unknown;
+      message?: string;
+      cause?: unknown;
+      data?: { cause?: unknown };
+      errors?: unknown[];
+    };
+    if (typeof c.code === 'string' && /^E[A-Z]{3,}/.test(c.code))
+      return { code: c.code, message: c.message ?? c.code };
+    cur = c.cause ?? c.data?.cause ?? c.errors?.[0];
+  }
+  return undefined;
+}
+
+function isConnectionError(err: unknown): boolean {
+  const text = `${(err as Error)?.message ?? ''} ${(err as { code?: unknown })?.code ?? ''}`;
+  return /closed|ECONNREFUSED|ECONNRESET|EPIPE|socket|fetch failed|NOT_CONNECTED|terminated|SSE stream disconnected/i.test(
+    text,
+  );
+}
+
+/** Says what went wrong in words a Lua programmer can act on. */
+export function describe(err: unknown, url: string): UpstreamError {
+  if (err instanceof UpstreamError) return err;
+  const status = statusOf(err);
+  const e = err as Error & { code?: unknown };
+  const net = networkCause(err);
+  if (net?.code === 'ECONNREFUSED')
+    return new UpstreamError(`connection refused by ${url}`, undefined, 'ECONNREFUSED');
+  if (net) return new UpstreamError(`could not reach ${url}: ${net.message}`, undefined, net.code);
+  if (status !== undefined)
+    return new UpstreamError(`HTTP ${status} from ${url}: ${e.message}`, status, status);
+  const code = typeof e?.code === 'number' ? e.code : undefined;
+  if (code !== undefined && code < 0)
+    return new UpstreamError(`JSON-RPC error ${code}: ${e.message}`, undefined, code);
+  if (typeof e?.code === 'string' && /TIMEOUT/i.test(e.code))
+    return new UpstreamError(`timed out waiting for ${url}: ${e.message}`, undefined, e.code);
+  return new UpstreamError(e instanceof Error ? e.message : String(err), undefined, code);
+}

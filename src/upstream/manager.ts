@@ -1,0 +1,100 @@
+/**
+ * Every upstream proxy of one hub (one registry), keyed by owner and address: what `mcp.proxy`
+ * creates and refreshes, what a plugin reload or removal retires, what the hub closes when it
+ * stops, and what `hub_status` reports.
+ */
+import type { Logger } from '../log.js';
+import type { Registry } from '../registry/registry.js';
+import { UpstreamProxy, type ProxyOptions, type ProxyStatus } from './proxy.js';
+
+export class UpstreamManager {
+  private readonly proxies = new Map<string, UpstreamProxy>();
+  private readonly registry: Registry;
+
+  constructor(registry: Registry) {
+    this.registry = registry;
+  }
+
+  private key(owner: string, url: string): string {
+    return `${owner}\n${url}`;
+  }
+
+  get(owner: string, url: string): UpstreamProxy | undefined {
+    return this.proxies.get(this.key(owner, url));
+  }
+
+  /**
+   * Creates the proxy and starts it, or refreshes the one `owner` already has for `url`.
+   * `logger` is the owner's (it names the plugin).
+   */
+  async proxy(
+    owner: string,
+    url: string,
+    opts: ProxyOptions,
+    declaredBy: object,
+    logger: Logger,
+  ): Promise<UpstreamProxy> {
+    const existing = this.get(owner, url);
+    if (existing) {
+      existing.declaredBy.add(declaredBy);
+      await existing.refresh(opts);
+      return existing;
+    }
+    const proxy = new UpstreamProxy(this.registry, owner, url, opts, logger);
+    proxy.declaredBy.add(declaredBy);
+    this.proxies.set(this.key(owner, url), proxy);
+    proxy.start();
+    return proxy;
+  }
+
+  async remove(owner: string, url: string): Promise<boolean> {
+    const proxy = this.get(owner, url);
+    if (!proxy) return false;
+    this.proxies.delete(this.key(owner, url));
+    await proxy.close();
+    return true;
+  }
+
+  /**
+   * After a plugin (re)load: `kept` is the state now serving `owner`, `failed` one whose load
+   * failed. Proxies the serving state did not declare are closed.
+   */
+  async settleOwner(owner: string, kept: object | undefined, failed?: object): Promise<void> {
+    const closing: Promise<void>[] = [];
+    for (const proxy of [...this.proxies.values()]) {
+      if (proxy.owner !== owner) continue;
+      if (failed) proxy.declaredBy.delete(failed);
+      if (kept && proxy.declaredBy.has(kept)) {
+        proxy.declaredBy.clear();
+        proxy.declaredBy.add(kept);
+        continue;
+      }
+      if (failed && proxy.declaredBy.size > 0) continue;
+      this.proxies.delete(this.key(owner, proxy.url));
+      closing.push(proxy.close());
+    }
+    await Promise.allSettled(closing);
+  }
+
+  status(): ProxyStatus[] {
+    return [...this.proxies.values()].map((p) => p.status());
+  }
+
+  async stop(): Promise<void> {
+    const all = [...this.proxies.values()];
+    this.proxies.clear();
+    await Promise.allSettled(all.map((p) => p.close()));
+  }
+}
+
+const managers = new WeakMap<Registry, UpstreamManager>();
+
+/** The upstream manager of the hub that owns `registry` (made on first use). */
+export function upstreamsOf(registry: Registry): UpstreamManager {
+  let m = managers.get(registry);
+  if (!m) {
+    m = new UpstreamManager(registry);
+    managers.set(registry, m);
+  }
+  return m;
+}

@@ -1,0 +1,497 @@
+/**
+ * An upstream server's surface shown in the hub (`mcp.proxy`): its tools, prompts, resources and
+ * templates registered under the owner that asked, renamed with a prefix and filtered by globs,
+ * re-imported when the upstream says its lists changed. Each imported tool definition is hashed;
+ * a definition that changes after import is reported, and with `pin` refused until re-approved
+ * (a new `mcp.proxy(url)` call, which a plugin reload makes, approves what is there now).
+ */
+import { createHash } from 'node:crypto';
+import type { Client } from '@modelcontextprotocol/client';
+import type { Logger } from '../log.js';
+import type { Registry } from '../registry/registry.js';
+import type {
+  CallContext,
+  PromptResult,
+  ResourceReadResult,
+  ToolInfo,
+  ToolResult,
+} from '../registry/types.js';
+import { UpstreamConnection, type ConnectionOptions } from './connection.js';
+import { UpstreamRelay } from './relay.js';
+
+export interface ProxyOptions {
+  prefix?: string;
+  token?: string;
+  headers?: Record<string, string>;
+  env?: Record<string, string>;
+  cwd?: string;
+  include?: string[];
+  exclude?: string[];
+  timeoutMs?: number;
+  connectTimeoutMs?: number;
+  idleTimeoutMs?: number;
+  pin?: boolean;
+  transformArguments?: (
+    name: string,
+    args: Record<string, unknown>,
+    ctx: CallContext,
+  ) => Promise<Record<string, unknown> | undefined>;
+  onAuthError?: ConnectionOptions['onAuthError'];
+  oauth?: ConnectionOptions['oauth'];
+  backoffMs?: number;
+}
+
+export interface ChangedTool {
+  name: string;
+  upstreamName: string;
+  approvedHash: string;
+  currentHash: string;
+  detectedAt: string;
+  refused: boolean;
+}
+
+export interface ProxyStatus {
+  url: string;
+  owner: string;
+  prefix: string;
+  state: string;
+  error?: string;
+  connects: number;
+  /** The stdio child's process id, while one runs. */
+  pid?: number;
+  tools: number;
+  prompts: number;
+  resources: number;
+  changed: ChangedTool[];
+}
+
+/** The upstream's result with only what MCP's tool result holds (no era-specific fields). */
+function toolResult(r: Record<string, unknown>): ToolResult {
+  const out: ToolResult = { content: (r.content ?? []) as ToolResult['content'] };
+  if (r.isError === true) out.isError = true;
+  if (r.structuredContent && typeof r.structuredContent === 'object')
+    out.structuredContent = r.structuredContent as Record<string, unknown>;
+  if (r._meta && typeof r._meta === 'object') out._meta = r._meta as Record<string, unknown>;
+  return out;
+}
+
+/** Glob over upstream names: `*` any run, `?` one character. */
+export function globMatch(glob: string, name: string): boolean {
+  const re = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
+  return new RegExp(`^${re}$`).test(name);
+}
+
+/** A tool definition's fingerprint: what a model reads and what it must send. */
+export function toolHash(t: {
+  description?: string;
+  inputSchema?: unknown;
+  outputSchema?: unknown;
+  title?: string;
+}): string {
+  return createHash('sha256')
+    .update(
+      canonical({
+        title: t.title ?? null,
+        description: t.description ?? '',
+        inputSchema: t.inputSchema ?? null,
+        outputSchema: t.outputSchema ?? null,
+      }),
+    )
+    .digest('hex');
+}
+
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v && typeof v === 'object')
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(v) ?? 'null';
+}
+
+interface ImportedTool {
+  upstream: string;
+  /** Set by a refresh: accept whatever definition the next import finds. */
+  reapprove?: boolean;
+  approvedHash: string;
+  approved: ToolInfo;
+  changed?: ChangedTool;
+}
+
+export class UpstreamProxy {
+  readonly url: string;
+  readonly owner: string;
+  readonly connection: UpstreamConnection;
+  private opts: ProxyOptions;
+  private readonly registry: Registry;
+  private readonly logger: Logger;
+  private readonly relay: UpstreamRelay;
+  private tools = new Map<string, ImportedTool>();
+  private prompts = new Set<string>();
+  private resources = new Set<string>();
+  private importing: Promise<void> | undefined;
+  private reimport = false;
+  private closed = false;
+  /** The running stdio child's process id. */
+  private pid: number | undefined;
+  /** Set by the Lua binding: which Lua states declared this proxy (plugin reload bookkeeping). */
+  readonly declaredBy = new Set<object>();
+
+  constructor(registry: Registry, owner: string, url: string, opts: ProxyOptions, logger: Logger) {
+    this.registry = registry;
+    this.owner = owner;
+    this.url = url;
+    this.opts = opts;
+    this.logger = logger.child({ upstream: url });
+    this.relay = new UpstreamRelay((level, data, name) =>
+      this.logger.info({ level, logger: name, data }, 'upstream log message'),
+    );
+    this.connection = new UpstreamConnection({
+      url,
+      token: opts.token,
+      headers: opts.headers,
+      env: opts.env,
+      cwd: opts.cwd,
+      callTimeoutMs: opts.timeoutMs,
+      connectTimeoutMs: opts.connectTimeoutMs,
+      idleTimeoutMs: opts.idleTimeoutMs,
+      backoffMs: opts.backoffMs,
+      oauth: opts.oauth,
+      // applyDefaults: the SDK fills omitted fields of an accepted elicitation from the schema's
+      // defaults (SEP-1034) before the answer goes upstream.
+      capabilities: {
+        sampling: {},
+        elicitation: { form: { applyDefaults: true } },
+        roots: { listChanged: false },
+      },
+      clientInfo: { name: `moonhub proxy (${owner})`, version: '0.1.0' },
+      onAuthError: (status) =>
+        this.opts.onAuthError ? this.opts.onAuthError(status) : Promise.resolve({}),
+      relay: this.relay,
+      onSpawn: (pid) => (this.pid = pid),
+      onListChanged: (kind) => {
+        this.logger.info({ kind }, 'upstream list changed; re-importing');
+        void this.refreshImport();
+      },
+      onConnected: () => {
+        this.logger.info({ connects: this.connection.connects }, 'upstream connected');
+        void this.refreshImport();
+      },
+      onDisconnected: (reason) => this.logger.warn({ reason }, 'upstream unavailable'),
+    });
+  }
+
+  /** Connects in the background; an unreachable upstream is retried and reported, never fatal. */
+  start(): void {
+    this.connection.start();
+  }
+
+  /** Waits for the first import (or the first failure) of a fresh proxy, up to `ms`. */
+  async settle(ms: number): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (Date.now() < deadline && this.connection.state === 'connecting') {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await this.importing;
+  }
+
+  /** A second `mcp.proxy(url)`: new options, definitions approved as they are now, re-import. */
+  async refresh(opts: ProxyOptions): Promise<void> {
+    const oldPrefix = this.opts.prefix ?? '';
+    this.opts = opts;
+    if ((opts.prefix ?? '') !== oldPrefix) this.unregisterAll();
+    for (const t of this.tools.values()) t.reapprove = true;
+    if (this.connection.state === 'connected') await this.refreshImport();
+    else this.start();
+  }
+
+  private refreshImport(): Promise<void> {
+    if (this.importing) {
+      this.reimport = true;
+      return this.importing;
+    }
+    this.importing = (async () => {
+      do {
+        this.reimport = false;
+        try {
+          await this.importAll();
+        } catch (err) {
+          this.logger.warn({ err: (err as Error).message }, 'could not import the upstream lists');
+        }
+      } while (this.reimport && !this.closed);
+    })().finally(() => (this.importing = undefined));
+    return this.importing;
+  }
+
+  private wanted(name: string): boolean {
+    const { include, exclude } = this.opts;
+    if (include && include.length > 0 && !include.some((g) => globMatch(g, name))) return false;
+    if (exclude?.some((g) => globMatch(g, name))) return false;
+    return true;
+  }
+
+  private async importAll(): Promise<void> {
+    const caps = this.connection.sdkClient?.getServerCapabilities() ?? {};
+    const list = <T>(fn: (c: Client, o: Record<string, unknown>) => Promise<T>) =>
+      this.connection.request(fn);
+    const tools = caps.tools ? (await list((c, o) => c.listTools(undefined, o))).tools : [];
+    const prompts = caps.prompts ? (await list((c, o) => c.listPrompts(undefined, o))).prompts : [];
+    const resources = caps.resources
+      ? (await list((c, o) => c.listResources(undefined, o))).resources
+      : [];
+    const templates = caps.resources
+      ? (await list((c, o) => c.listResourceTemplates(undefined, o))).resourceTemplates
+      : [];
+    if (this.closed) return;
+    const prefix = this.opts.prefix ?? '';
+    const { registry, owner } = this;
+    registry.beginBatch();
+    try {
+      const seenTools = new Set<string>();
+      for (const t of tools) {
+        if (!this.wanted(t.name)) continue;
+        const name = prefix + t.name;
+        seenTools.add(name);
+        const info: ToolInfo = {
+          name,
+          description: t.description ?? '',
+          inputSchema: t.inputSchema as Record<string, unknown>,
+        };
+        if (t.title !== undefined) info.title = t.title;
+        if (t.outputSchema !== undefined)
+          info.outputSchema = t.outputSchema as Record<string, unknown>;
+        if (t.annotations !== undefined)
+          info.annotations = t.annotations as Record<string, unknown>;
+        const hash = toolHash(t);
+        const known = this.tools.get(name);
+        let shown = info;
+        if (!known || known.reapprove) {
+          this.tools.set(name, { upstream: t.name, approvedHash: hash, approved: info });
+        } else if (known.approvedHash !== hash) {
+          if (!known.changed || known.changed.currentHash !== hash) {
+            known.changed = {
+              name,
+              upstreamName: t.name,
+              approvedHash: known.approvedHash,
+              currentHash: hash,
+              detectedAt: new Date().toISOString(),
+              refused: this.opts.pin === true,
+            };
+            this.logger.warn(
+              { tool: name, pinned: this.opts.pin === true },
+              this.opts.pin
+                ? 'upstream changed a pinned tool definition; calls are refused until it is re-approved'
+                : 'upstream changed a tool definition after import',
+            );
+          }
+          // A pinned tool keeps showing what was approved, never the changed text.
+          if (this.opts.pin) shown = known.approved;
+          else known.approved = info;
+        } else {
+          known.changed = undefined;
+        }
+        this.registerTool(shown, t.name);
+      }
+      for (const name of [...this.tools.keys()]) {
+        if (!seenTools.has(name)) {
+          this.tools.delete(name);
+          registry.removeTool(name, owner);
+        }
+      }
+
+      const seenPrompts = new Set<string>();
+      for (const p of prompts) {
+        if (!this.wanted(p.name)) continue;
+        const name = prefix + p.name;
+        seenPrompts.add(name);
+        const upstreamName = p.name;
+        registry.addPrompt(owner, {
+          name,
+          title: p.title,
+          description: p.description ?? '',
+          arguments: (p.arguments ?? []).map((a) => ({
+            name: a.name,
+            description: a.description,
+            required: a.required,
+          })),
+          handler: (args, ctx) => this.getPrompt(upstreamName, args, ctx),
+        });
+      }
+      for (const name of this.prompts)
+        if (!seenPrompts.has(name)) registry.removePrompt(name, owner);
+      this.prompts = seenPrompts;
+
+      const seenResources = new Set<string>();
+      for (const r of resources) {
+        if (!this.wanted(r.uri) && !this.wanted(r.name)) continue;
+        seenResources.add(r.uri);
+        registry.addResource(owner, {
+          uriTemplate: r.uri,
+          name: r.name,
+          title: r.title,
+          description: r.description,
+          mimeType: r.mimeType,
+          handler: (uri, _params, ctx) => this.readResource(uri, ctx),
+        });
+      }
+      for (const t of templates) {
+        if (!this.wanted(t.uriTemplate) && !this.wanted(t.name)) continue;
+        seenResources.add(t.uriTemplate);
+        registry.addResource(owner, {
+          uriTemplate: t.uriTemplate,
+          name: t.name,
+          title: t.title,
+          description: t.description,
+          mimeType: t.mimeType,
+          handler: (uri, _params, ctx) => this.readResource(uri, ctx),
+        });
+      }
+      for (const uri of this.resources)
+        if (!seenResources.has(uri)) registry.removeResource(uri, owner);
+      this.resources = seenResources;
+    } finally {
+      registry.endBatch();
+    }
+    this.logger.info(
+      { tools: this.tools.size, prompts: this.prompts.size, resources: this.resources.size },
+      'upstream imported',
+    );
+  }
+
+  private registerTool(info: ToolInfo, upstreamName: string): void {
+    const name = info.name;
+    try {
+      this.registry.addTool(this.owner, {
+        ...info,
+        timeoutMs: this.opts.timeoutMs,
+        handler: (args, ctx) => this.callTool(name, upstreamName, args, ctx),
+      });
+    } catch (err) {
+      // An upstream schema our validator cannot compile: keep the tool out, say why.
+      this.logger.warn(
+        { tool: name, err: (err as Error).message },
+        'upstream tool skipped: its input schema does not compile',
+      );
+      this.tools.delete(name);
+    }
+  }
+
+  private async callTool(
+    name: string,
+    upstreamName: string,
+    args: Record<string, unknown>,
+    ctx: CallContext,
+  ): Promise<ToolResult> {
+    const changed = this.tools.get(name)?.changed;
+    if (changed?.refused) {
+      return {
+        isError: true,
+        content: [
+          {
+            type: 'text',
+            text: `Tool '${name}' is pinned and its upstream definition changed since it was approved; it is refused until re-approved (reload the plugin that proxies ${this.url}).`,
+          },
+        ],
+      };
+    }
+    let input = args;
+    if (this.opts.transformArguments) {
+      const replaced = await this.opts.transformArguments(name, args, ctx);
+      if (replaced) input = replaced;
+    }
+    const untrack = this.relay.track(ctx.peer);
+    try {
+      const result = await this.connection.request(
+        (c, o) => c.callTool({ name: upstreamName, arguments: input }, o),
+        {
+          signal: ctx.signal,
+          onProgress: ctx.peer
+            ? (p) => void ctx.peer?.progress(p.progress, p.total, p.message)
+            : undefined,
+        },
+      );
+      return toolResult(result as Record<string, unknown>);
+    } catch (err) {
+      return {
+        isError: true,
+        content: [{ type: 'text', text: `upstream ${this.url} failed: ${(err as Error).message}` }],
+      };
+    } finally {
+      untrack();
+    }
+  }
+
+  private async getPrompt(
+    upstreamName: string,
+    args: Record<string, string>,
+    ctx: CallContext,
+  ): Promise<PromptResult> {
+    const untrack = this.relay.track(ctx.peer);
+    try {
+      const r = await this.connection.request(
+        (c, o) => c.getPrompt({ name: upstreamName, arguments: args }, o),
+        { signal: ctx.signal },
+      );
+      const out: PromptResult = { messages: r.messages as PromptResult['messages'] };
+      if (r.description !== undefined) out.description = r.description;
+      return out;
+    } finally {
+      untrack();
+    }
+  }
+
+  private async readResource(uri: string, ctx: CallContext): Promise<ResourceReadResult> {
+    const untrack = this.relay.track(ctx.peer);
+    try {
+      const r = await this.connection.request((c, o) => c.readResource({ uri }, o), {
+        signal: ctx.signal,
+      });
+      return { contents: r.contents as ResourceReadResult['contents'] };
+    } finally {
+      untrack();
+    }
+  }
+
+  private unregisterAll(): void {
+    const { registry, owner } = this;
+    registry.beginBatch();
+    try {
+      for (const name of this.tools.keys()) registry.removeTool(name, owner);
+      for (const name of this.prompts) registry.removePrompt(name, owner);
+      for (const uri of this.resources) registry.removeResource(uri, owner);
+    } finally {
+      registry.endBatch();
+    }
+    this.tools.clear();
+    this.prompts.clear();
+    this.resources.clear();
+  }
+
+  /** Removes what was imported and closes the connection (a stdio child is killed). */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.unregisterAll();
+    await this.connection.close();
+  }
+
+  status(): ProxyStatus {
+    const out: ProxyStatus = {
+      url: this.url,
+      owner: this.owner,
+      prefix: this.opts.prefix ?? '',
+      state: this.connection.state,
+      connects: this.connection.connects,
+      tools: this.tools.size,
+      prompts: this.prompts.size,
+      resources: this.resources.size,
+      changed: [...this.tools.values()].flatMap((t) => (t.changed ? [t.changed] : [])),
+    };
+    if (this.connection.lastError) out.error = this.connection.lastError;
+    if (this.pid !== undefined && this.connection.state === 'connected') out.pid = this.pid;
+    return out;
+  }
+}

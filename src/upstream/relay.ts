@@ -1,0 +1,73 @@
+/**
+ * Passing the upstream's messages to the agent whose call caused them: log messages, and the
+ * upstream's requests for sampling, elicitation and roots. The SDK client gives progress and
+ * cancellation their own per-request ids and tokens (`onprogress`, `signal`), so those are mapped
+ * where the request is made; here the upstream's requests go to a calling agent's `CallPeer`.
+ *
+ * Which agent: the upstream does not say which of our requests a message belongs to (stdio and
+ * standalone streams carry no such link), so it goes to the most recent call in flight whose
+ * client declared the capability. With one call in flight, that is exact.
+ */
+import type { Client } from '@modelcontextprotocol/client';
+import type { CallPeer, LogLevel } from '../registry/types.js';
+
+interface Active {
+  peer: CallPeer;
+}
+
+const CAPABILITY: Record<string, string> = {
+  'sampling/createMessage': 'sampling',
+  'elicitation/create': 'elicitation',
+  'roots/list': 'roots',
+};
+
+export class UpstreamRelay {
+  private readonly active = new Set<Active>();
+  private readonly onLog: ((level: string, data: unknown, logger?: string) => void) | undefined;
+
+  constructor(onLog?: (level: string, data: unknown, logger?: string) => void) {
+    this.onLog = onLog;
+  }
+
+  /** Marks a call in flight for `peer`; the returned function ends it. */
+  track(peer: CallPeer | undefined): () => void {
+    if (!peer) return () => undefined;
+    const entry = { peer };
+    this.active.add(entry);
+    return () => this.active.delete(entry);
+  }
+
+  private pick(capability?: string): CallPeer | undefined {
+    const peers = [...this.active].map((a) => a.peer).reverse();
+    if (!capability) return peers[0];
+    return peers.find((p) => p.clientCapabilities?.[capability] !== undefined);
+  }
+
+  /** Installs the handlers on a freshly made client (before it connects). */
+  attach(client: Client, declared: Record<string, unknown>): void {
+    client.setNotificationHandler('notifications/message', (n) => {
+      const params = n.params as { level: LogLevel; data: unknown; logger?: string };
+      const peers = [...this.active].map((a) => a.peer);
+      if (peers.length === 0) this.onLog?.(params.level, params.data, params.logger);
+      for (const p of new Set(peers)) p.log(params.level, params.data, params.logger);
+    });
+    for (const [method, capability] of Object.entries(CAPABILITY)) {
+      if (declared[capability] === undefined) continue;
+      const forward = async (request: { params?: unknown }) => {
+        const peer = this.pick(capability);
+        if (!peer)
+          throw new Error(`no calling client can answer ${method}: none declared ${capability}`);
+        const params = { ...((request.params ?? {}) as Record<string, unknown>) };
+        // The upstream's own progress token and meta mean nothing to our client.
+        delete params._meta;
+        return peer.request(method, params);
+      };
+      (
+        client.setRequestHandler as unknown as (
+          m: string,
+          h: (r: { params?: unknown }) => Promise<Record<string, unknown>>,
+        ) => void
+      )(method, forward);
+    }
+  }
+}

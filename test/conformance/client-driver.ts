@@ -1,0 +1,87 @@
+/**
+ * Driver for the MCP conformance suite's client mode: the suite starts a test server and runs
+ * `node dist/test/conformance/client-driver.js <server url>`. The driver makes a hub proxy that
+ * server as an upstream (a plugin calling mcp.proxy) and then acts as the agent: it calls every
+ * imported tool through the registry, answering the upstream's elicitation and sampling requests
+ * through a CallPeer. Run with scripts/conformance-client.sh (needs Node 22 for the suite).
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger } from '../../src/log.js';
+import { startHub } from '../../src/hub.js';
+import type { CallPeer } from '../../src/registry/types.js';
+
+const url = process.argv[process.argv.length - 1] ?? '';
+const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
+/** Pre-registered credentials some auth scenarios hand the client. */
+const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as Record<string, unknown>;
+
+const agent: CallPeer = {
+  clientCapabilities: { sampling: {}, elicitation: {} },
+  progress: () => true,
+  log: () => undefined,
+  async request(method) {
+    if (method === 'elicitation/create') return { action: 'accept', content: {} };
+    if (method === 'sampling/createMessage')
+      return { role: 'assistant', model: 'driver', content: { type: 'text', text: 'ok' } };
+    if (method === 'roots/list') return { roots: [] };
+    throw new Error(`the driver cannot answer ${method}`);
+  },
+};
+
+/** The proxy's `oauth` option as Lua source: the scenario's credentials, if it gave any. */
+function luaOauth(): string {
+  const fields: string[] = [];
+  for (const key of ['client_id', 'client_secret', 'private_key_pem', 'signing_algorithm'])
+    if (typeof context[key] === 'string') fields.push(`${key} = ${JSON.stringify(context[key])}`);
+  // The operator's choice for a machine client; the suite's scenario names it.
+  if (scenario.includes('client-credentials')) fields.push('grant = "client_credentials"');
+  if (!context.client_id)
+    fields.push('client_metadata_url = "https://conformance-test.local/client-metadata.json"');
+  return `{ ${fields.join(', ')} }`;
+}
+
+/** Arguments that satisfy a schema's required properties. */
+function sample(schema: Record<string, unknown>): Record<string, unknown> {
+  const props = (schema.properties ?? {}) as Record<string, { type?: string; default?: unknown }>;
+  const out: Record<string, unknown> = {};
+  for (const name of (schema.required as string[] | undefined) ?? []) {
+    const p = props[name] ?? {};
+    out[name] =
+      p.default ??
+      (p.type === 'number' || p.type === 'integer' ? 2 : p.type === 'boolean' ? true : 'x');
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'moonhub-conformance-'));
+  writeFileSync(
+    join(dir, 'conformance.lua'),
+    `local ok, err = mcp.proxy(${JSON.stringify(url)}, { prefix = "up.", timeout_ms = 20000, oauth = ${luaOauth()} })\n` +
+      `if not ok then error(err, 0) end\n`,
+  );
+  const hub = await startHub({ pluginDirs: [dir], logger: createLogger('warn'), watch: false });
+  let failed = false;
+  try {
+    const status = hub.plugins.status()[0];
+    if (!status?.loaded) throw new Error(`the proxy did not connect: ${status?.error?.message}`);
+    for (const tool of hub.registry.listTools()) {
+      if (!tool.name.startsWith('up.')) continue;
+      const r = await hub.registry.callTool(tool.name, sample(tool.inputSchema), {
+        hub_id: 'conformance',
+        peer: agent,
+      });
+      process.stdout.write(`${scenario} ${tool.name}: ${JSON.stringify(r)}\n`);
+    }
+  } catch (err) {
+    failed = true;
+    process.stderr.write(`${(err as Error).message}\n`);
+  } finally {
+    await hub.stop();
+  }
+  process.exit(failed ? 1 : 0);
+}
+
+void main();

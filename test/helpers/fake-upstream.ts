@@ -1,0 +1,129 @@
+/**
+ * A tiny misbehaving MCP server on node:http for fault tests: it answers the handshake and
+ * tools/list properly (JSON responses, one session id), then treats tools/call as told: hang,
+ * answer 500, or answer bytes that are not JSON. `connect: 'hang'` never answers at all.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type FakeMode = 'ok' | 'hang' | '500' | 'garbage';
+
+export interface FakeUpstream {
+  url: string;
+  server: Server;
+  /** What tools/call does from now on. */
+  mode: FakeMode;
+  /** When true, even initialize never gets an answer. */
+  hangAll: boolean;
+  /** When set, requests without `Authorization: Bearer <token>` get 401. */
+  token?: string;
+  /** Status answered to a session id the server does not know (404 by the spec; some send 400). */
+  unknownSessionStatus: number;
+  /** Forgets every session, as a restarted server would. */
+  forgetSessions: () => void;
+  requests: string[];
+  close: () => Promise<void>;
+}
+
+export async function startFakeUpstream(): Promise<FakeUpstream> {
+  const fake = {
+    mode: 'ok',
+    hangAll: false,
+    requests: [],
+    unknownSessionStatus: 404,
+  } as unknown as FakeUpstream;
+  const sessions = new Set<string>();
+  let nextSession = 1;
+  fake.forgetSessions = () => sessions.clear();
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      if (fake.hangAll) return;
+      if (fake.token && req.headers.authorization !== `Bearer ${fake.token}`) {
+        res.writeHead(401, { 'www-authenticate': 'Bearer' }).end();
+        return;
+      }
+      if (req.method !== 'POST') {
+        if (req.method === 'DELETE') fake.requests.push('DELETE');
+        res.writeHead(405).end();
+        return;
+      }
+      const msg = JSON.parse(body) as { id?: number; method: string };
+      fake.requests.push(msg.method);
+      let session = req.headers['mcp-session-id'] as string | undefined;
+      if (msg.method === 'initialize') {
+        session = `fake-${nextSession++}`;
+        sessions.add(session);
+      } else if (session !== undefined && !sessions.has(session)) {
+        res.writeHead(fake.unknownSessionStatus, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: null,
+            error: { code: -32001, message: 'Session not found' },
+          }),
+        );
+        return;
+      }
+      const reply = (result: unknown) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': session ?? '' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+      };
+      if (msg.id === undefined) {
+        res.writeHead(202).end();
+        return;
+      }
+      switch (msg.method) {
+        case 'initialize':
+          return reply({
+            protocolVersion: '2025-06-18',
+            capabilities: { tools: {} },
+            serverInfo: { name: 'fake', version: '1.0.0' },
+          });
+        case 'tools/list':
+          return reply({
+            tools: [{ name: 'work', description: 'does work', inputSchema: { type: 'object' } }],
+          });
+        case 'tools/call':
+          if (fake.mode === 'hang') return;
+          if (fake.mode === '500') {
+            res.writeHead(500, { 'content-type': 'text/plain' }).end('internal failure');
+            return;
+          }
+          if (fake.mode === 'garbage') {
+            res.writeHead(200, { 'content-type': 'application/json' }).end('{"jsonrpc": nonsense');
+            return;
+          }
+          return reply({ content: [{ type: 'text', text: 'worked' }] });
+        default:
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(
+            JSON.stringify({
+              jsonrpc: '2.0',
+              id: msg.id,
+              error: { code: -32601, message: `Method not found: ${msg.method}` },
+            }),
+          );
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  fake.server = server;
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+  fake.close = () =>
+    new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    });
+  return fake;
+}
+
+/** An address where nothing listens (a port just released), for connection-refused tests. */
+export async function refusedUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((r) => server.close(() => r()));
+  return `http://127.0.0.1:${port}/mcp`;
+}
