@@ -1,0 +1,125 @@
+/**
+ * `npm run bench [-- --quick] [-- --profile] [-- --write-baseline]`: measures moonhub against the
+ * bare node:http ceiling and the official SDK in one run, prints the table, writes
+ * bench/results/, and (with a recorded baseline) fails when one of our ratios fell more than
+ * 25 % below it. See docs/performance.md for the method.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { ROOT, type Proc } from './lib/proc.js';
+import {
+  baselineOf,
+  consoleTable,
+  markdownTable,
+  ratioChart,
+  regressions,
+  type Baseline,
+} from './lib/report.js';
+import { summarize } from './lib/rows.js';
+import { ensureWrk } from './lib/wrk.js';
+import { measureThroughput } from './scenarios/throughput.js';
+
+const RESULTS = join(ROOT, 'bench', 'results');
+const BASELINE = join(ROOT, 'bench', 'baseline.json');
+
+interface Flags {
+  quick: boolean;
+  profile: boolean;
+  writeBaseline: boolean;
+}
+
+function flags(argv: string[]): Flags {
+  const known = new Set(['--quick', '--profile', '--write-baseline']);
+  for (const a of argv)
+    if (!known.has(a)) throw new Error(`unknown flag ${a} (known: ${[...known].join(', ')})`);
+  return {
+    quick: argv.includes('--quick'),
+    profile: argv.includes('--profile'),
+    writeBaseline: argv.includes('--write-baseline'),
+  };
+}
+
+function log(line: string): void {
+  process.stderr.write(`bench: ${line}\n`);
+}
+
+function machine(): Record<string, unknown> {
+  const c = cpus();
+  return {
+    cpus: c.length,
+    cpuModel: c[0]?.model,
+    memoryGB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    loadavgAtStart: loadavg().map((x) => Math.round(x * 100) / 100),
+  };
+}
+
+async function main(): Promise<number> {
+  const f = flags(process.argv.slice(2));
+  ensureWrk();
+  mkdirSync(RESULTS, { recursive: true });
+  const started = Date.now();
+  const procs: Proc[] = [];
+  try {
+    const settings = f.quick
+      ? { rounds: 3, seconds: 1, warmSeconds: 1, proxyWaitMs: 3000, log }
+      : { rounds: 3, seconds: 5, warmSeconds: 2, proxyWaitMs: 10_000, log };
+    const tp = await measureThroughput(settings);
+    procs.push(...tp.procs);
+    const rows = summarize(tp.rows);
+    const table = consoleTable(rows);
+    process.stdout.write(`\n${table}\n\n`);
+
+    const result = {
+      date: new Date().toISOString(),
+      mode: f.quick ? 'quick' : 'full',
+      machine: machine(),
+      settings: { rounds: settings.rounds, seconds: settings.seconds, loadGenerator: 'wrk -t1' },
+      rows,
+      seconds: Math.round((Date.now() - started) / 1000),
+    };
+    if (f.quick) {
+      writeFileSync(join(RESULTS, 'quick.json.tmp'), JSON.stringify(result, null, 2) + '\n');
+    } else {
+      writeFileSync(join(RESULTS, 'latest.json'), JSON.stringify(result, null, 2) + '\n');
+      writeFileSync(join(RESULTS, 'latest.md'), markdownTable(rows) + '\n');
+      writeFileSync(
+        join(RESULTS, 'ratios.svg'),
+        ratioChart(rows, `moonhub benchmark, ${result.date.slice(0, 10)}`),
+      );
+    }
+
+    if (f.writeBaseline) {
+      writeFileSync(BASELINE, JSON.stringify(baselineOf(rows), null, 2) + '\n');
+      log(`recorded ${BASELINE}`);
+      return 0;
+    }
+    if (!existsSync(BASELINE)) {
+      log('no bench/baseline.json: nothing to compare against');
+      return 0;
+    }
+    const baseline = JSON.parse(readFileSync(BASELINE, 'utf8')) as Baseline;
+    const bad = regressions(rows, baseline);
+    for (const b of bad) {
+      log(
+        `REGRESSION ${b.id}: ${(b.now * 100).toFixed(1)} % of its reference, recorded ${(b.recorded * 100).toFixed(1)} % (more than 25 % lower)`,
+      );
+    }
+    if (bad.length === 0) log('ratios within 25 % of bench/baseline.json');
+    return bad.length === 0 ? 0 : 1;
+  } finally {
+    await Promise.allSettled(procs.map((p) => p.stop()));
+    log(`done in ${Math.round((Date.now() - started) / 1000)} s`);
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(
+      `bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    process.exit(2);
+  },
+);
