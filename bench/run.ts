@@ -18,6 +18,10 @@ import {
 } from './lib/report.js';
 import { summarize } from './lib/rows.js';
 import { ensureWrk } from './lib/wrk.js';
+import { measureLeaks } from './scenarios/memory.js';
+import { profileEras } from './scenarios/profile.js';
+import { measureReload } from './scenarios/reload.js';
+import { measureSessionScale, measureToolScale } from './scenarios/scale.js';
 import { measureThroughput } from './scenarios/throughput.js';
 
 const RESULTS = join(ROOT, 'bench', 'results');
@@ -62,14 +66,54 @@ async function main(): Promise<number> {
   const started = Date.now();
   const procs: Proc[] = [];
   try {
+    if (f.profile) {
+      const profiles = await profileEras(8, procs, log);
+      writeFileSync(
+        join(RESULTS, 'profile.json'),
+        JSON.stringify({ date: new Date().toISOString(), machine: machine(), profiles }, null, 2) +
+          '\n',
+      );
+      for (const p of profiles) {
+        process.stdout.write(`\n${p.era}: ${p.rps} req/s, ${p.usPerRequest} µs CPU per request\n`);
+        for (const a of p.areas) {
+          process.stdout.write(
+            `  ${a.area.padEnd(50)} ${String(p.areaUsPerRequest[a.area]).padStart(7)} µs  ${(a.share * 100).toFixed(1)} %\n`,
+          );
+        }
+        for (const t of p.top.slice(0, 12)) {
+          process.stdout.write(`    ${(t.share * 100).toFixed(1).padStart(5)} %  ${t.fn}\n`);
+        }
+      }
+      return 0;
+    }
     const settings = f.quick
       ? { rounds: 3, seconds: 1, warmSeconds: 1, proxyWaitMs: 3000, log }
       : { rounds: 3, seconds: 5, warmSeconds: 2, proxyWaitMs: 10_000, log };
-    const tp = await measureThroughput(settings);
-    procs.push(...tp.procs);
-    const rows = summarize(tp.rows);
-    const table = consoleTable(rows);
-    process.stdout.write(`\n${table}\n\n`);
+    const mainRows = await measureThroughput(settings, procs);
+    const stopAll = async () => {
+      await Promise.allSettled(procs.map((p) => p.stop()));
+      procs.length = 0;
+    };
+    await stopAll();
+    let extra: Record<string, unknown> = {};
+    let scaleRows: ReturnType<typeof summarize> = [];
+    if (!f.quick) {
+      const reload = await measureReload(15, procs, log);
+      await stopAll();
+      const tools = await measureToolScale([10, 1000, 10_000], 3, 2, procs, log);
+      await stopAll();
+      const sessions = await measureSessionScale([1, 100, 10_000], 2, procs, log);
+      await stopAll();
+      const leaks = await measureLeaks(100_000, procs, log);
+      await stopAll();
+      // The scale rows take their ratios against the bare server of the main rounds.
+      scaleRows = summarize([...mainRows.filter((r) => r.id === 'bare'), ...tools.rows]).slice(1);
+      extra = { reload, toolScale: { points: tools.points, rows: scaleRows }, sessions, leaks };
+    }
+    const rows = summarize(mainRows);
+    process.stdout.write(`\n${consoleTable(rows)}\n\n`);
+    if (scaleRows.length > 0) process.stdout.write(`${consoleTable(scaleRows)}\n\n`);
+    if (!f.quick) process.stdout.write(`${JSON.stringify(extra, null, 2)}\n`);
 
     const result = {
       date: new Date().toISOString(),
@@ -77,13 +121,17 @@ async function main(): Promise<number> {
       machine: machine(),
       settings: { rounds: settings.rounds, seconds: settings.seconds, loadGenerator: 'wrk -t1' },
       rows,
+      ...extra,
       seconds: Math.round((Date.now() - started) / 1000),
     };
     if (f.quick) {
       writeFileSync(join(RESULTS, 'quick.json.tmp'), JSON.stringify(result, null, 2) + '\n');
     } else {
       writeFileSync(join(RESULTS, 'latest.json'), JSON.stringify(result, null, 2) + '\n');
-      writeFileSync(join(RESULTS, 'latest.md'), markdownTable(rows) + '\n');
+      writeFileSync(
+        join(RESULTS, 'latest.md'),
+        markdownTable(rows) + '\n\n' + markdownTable(scaleRows) + '\n',
+      );
       writeFileSync(
         join(RESULTS, 'ratios.svg'),
         ratioChart(rows, `moonhub benchmark, ${result.date.slice(0, 10)}`),

@@ -115,10 +115,19 @@ function waitFor(
 }
 
 /** A bench server script from dist/bench/servers that prints `listening <port>`. */
-export async function startScript(name: string, script: string, args: string[]): Promise<Proc> {
-  const child = spawn(process.execPath, [join(DIST_BENCH, 'servers', script), ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export async function startScript(
+  name: string,
+  script: string,
+  args: string[],
+  nodeArgs: string[] = [],
+): Promise<Proc> {
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, join(DIST_BENCH, 'servers', script), ...args],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));

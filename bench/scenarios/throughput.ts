@@ -51,13 +51,6 @@ export interface Settings {
   log: (line: string) => void;
 }
 
-export interface Throughput {
-  rows: Row[];
-  procs: Proc[];
-  /** The hub serving the echo plugin (reused by later scenarios that need a plain hub). */
-  hub: Proc;
-}
-
 function wrkTarget(row: Row, proc: Proc, s: RequestSpec): Target {
   return { row, proc, run: (seconds) => runWrk(s, { connections: row.connections, seconds }) };
 }
@@ -131,7 +124,7 @@ async function stdioTarget(row: Row, procs: Proc[]): Promise<Target> {
 }
 
 /** Starts everything, checks every target answers, then runs the interleaved rounds. */
-export async function measureThroughput(settings: Settings): Promise<Throughput> {
+export async function measureThroughput(settings: Settings, procs: Proc[]): Promise<Row[]> {
   const { log } = settings;
   const rows = {
     bare: newRow('bare', 'bare node:http JSON-RPC echo (ceiling)'),
@@ -154,7 +147,6 @@ export async function measureThroughput(settings: Settings): Promise<Throughput>
       connections: 1,
     }),
   };
-  const procs: Proc[] = [];
   const track = (p: Promise<Proc>) =>
     p.then((proc) => {
       procs.push(proc);
@@ -236,5 +228,5 @@ export async function measureThroughput(settings: Settings): Promise<Throughput>
       );
     }
   }
-  return { rows: Object.values(rows), procs, hub };
+  return Object.values(rows);
 }
