@@ -15,6 +15,7 @@ import {
   ratioChart,
   regressions,
   type Baseline,
+  type Regression,
 } from './lib/report.js';
 import { summarize } from './lib/rows.js';
 import { ensureWrk } from './lib/wrk.js';
@@ -65,6 +66,10 @@ async function main(): Promise<number> {
   mkdirSync(RESULTS, { recursive: true });
   const started = Date.now();
   const procs: Proc[] = [];
+  const stopAll = async () => {
+    await Promise.allSettled(procs.map((p) => p.stop()));
+    procs.length = 0;
+  };
   try {
     if (f.profile) {
       const profiles = await profileEras(8, procs, log);
@@ -87,13 +92,9 @@ async function main(): Promise<number> {
       return 0;
     }
     const settings = f.quick
-      ? { rounds: 3, seconds: 1, warmSeconds: 1, proxyWaitMs: 3000, log }
-      : { rounds: 3, seconds: 5, warmSeconds: 2, proxyWaitMs: 10_000, log };
+      ? { quick: true, rounds: 5, seconds: 1, warmSeconds: 1, proxyWaitMs: 3000, log }
+      : { quick: false, rounds: 3, seconds: 5, warmSeconds: 2, proxyWaitMs: 10_000, log };
     const mainRows = await measureThroughput(settings, procs);
-    const stopAll = async () => {
-      await Promise.allSettled(procs.map((p) => p.stop()));
-      procs.length = 0;
-    };
     await stopAll();
     let extra: Record<string, unknown> = {};
     let scaleRows: ReturnType<typeof summarize> = [];
@@ -148,16 +149,23 @@ async function main(): Promise<number> {
       return 0;
     }
     const baseline = JSON.parse(readFileSync(BASELINE, 'utf8')) as Baseline;
-    const bad = regressions(rows, baseline);
-    for (const b of bad) {
-      log(
-        `REGRESSION ${b.id}: ${(b.now * 100).toFixed(1)} % of its reference, recorded ${(b.recorded * 100).toFixed(1)} % (more than 25 % lower)`,
-      );
+    const key = (r: Regression) => `${r.id}:${r.ratio}`;
+    const show = (r: Regression) =>
+      `${r.id} ${r.ratio === 'rps' ? 'req/s' : 'CPU/request'} ratio ${(r.now * 100).toFixed(1)} %, recorded ${(r.recorded * 100).toFixed(1)} %`;
+    let bad = regressions(rows, baseline);
+    if (bad.length > 0) {
+      // A shared machine can slow one round down: a drop counts only if a second run shows it too.
+      log(`possible regression (${bad.map(show).join('; ')}); measuring again to confirm`);
+      await stopAll();
+      const again = regressions(summarize(await measureThroughput(settings, procs)), baseline);
+      const seen = new Set(bad.map(key));
+      bad = again.filter((r) => seen.has(key(r)));
     }
+    for (const b of bad) log(`REGRESSION ${show(b)}: more than 25 % below bench/baseline.json`);
     if (bad.length === 0) log('ratios within 25 % of bench/baseline.json');
     return bad.length === 0 ? 0 : 1;
   } finally {
-    await Promise.allSettled(procs.map((p) => p.stop()));
+    await stopAll();
     log(`done in ${Math.round((Date.now() - started) / 1000)} s`);
   }
 }

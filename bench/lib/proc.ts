@@ -25,6 +25,8 @@ export interface Proc {
   log(): string;
   /** Resident set size now, from /proc (0 once the process is gone). */
   rss(): number;
+  /** CPU time (user + system) the process used so far, in ms, from /proc. */
+  cpuMs(): number;
   /** Full GC in the child and its memory after it (hubs started with the probe only). */
   heap(): Promise<HeapReport>;
   stop(): Promise<void>;
@@ -35,6 +37,20 @@ export function rssOf(pid: number | undefined): number {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+const TICK_MS = 1000 / 100; // Linux reports CPU times in USER_HZ ticks, 100 per second.
+
+export function cpuMsOf(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * TICK_MS;
   } catch {
     return 0;
   }
@@ -54,6 +70,7 @@ function wrap(name: string, child: ChildProcess, url: string, log: () => string)
     url,
     log,
     rss: () => (exited ? 0 : rssOf(child.pid)),
+    cpuMs: () => (exited ? 0 : cpuMsOf(child.pid)),
     heap: () =>
       new Promise((res, rej) => {
         if (child.send === undefined) return rej(new Error(`${name} has no probe channel`));

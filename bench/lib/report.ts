@@ -34,6 +34,11 @@ const COLUMNS: Cell[] = [
     head: '× SDK best',
     get: (r, best) => (r.na || r.kind !== 'throughput' || !best ? '' : times(r.rps / best)),
   },
+  { head: 'CPU µs/req', get: (r) => (r.na ? '' : num(r.cpuUs, 1)) },
+  {
+    head: 'CPU ratio',
+    get: (r) => (r.na ? '' : r.kind === 'throughput' ? pct(r.cpuRatio) : times(1 / r.cpuRatio)),
+  },
   { head: 'p50 ms', get: (r) => (r.na ? '' : num(r.p50Ms, 2)) },
   { head: 'p50 ratio', get: (r) => (r.na ? '' : times(r.p50Ratio)) },
   { head: 'p99 ms', get: (r) => (r.na ? '' : num(r.p99Ms, 2)) },
@@ -122,29 +127,38 @@ export function ratioChart(rows: RowResult[], title: string): string {
   return parts.join('\n') + '\n';
 }
 
-/** Ratios CI guards: req/s of our rows as a share of their reference. */
-export type Baseline = Record<string, number>;
+/** Ratios CI guards, per row of ours: req/s and CPU per request, each as a share of the ref. */
+export type Baseline = Record<string, { rps: number; cpu: number }>;
 
 export function baselineOf(rows: RowResult[]): Baseline {
   const out: Baseline = {};
   for (const r of rows) {
     if (r.na || !r.id.startsWith('hub') || r.kind !== 'throughput') continue;
-    if (Number.isFinite(r.rpsRatio)) out[r.id] = r.rpsRatio;
+    if (Number.isFinite(r.rpsRatio) && Number.isFinite(r.cpuRatio))
+      out[r.id] = { rps: r.rpsRatio, cpu: r.cpuRatio };
   }
   return out;
 }
 
-/** The rows whose ratio fell more than `tolerance` below the recorded one. */
-export function regressions(
-  rows: RowResult[],
-  baseline: Baseline,
-  tolerance = 0.25,
-): { id: string; now: number; recorded: number }[] {
-  const out: { id: string; now: number; recorded: number }[] = [];
+export interface Regression {
+  id: string;
+  ratio: 'rps' | 'cpu';
+  now: number;
+  recorded: number;
+}
+
+/** The ratios that fell more than `tolerance` below the recorded ones. */
+export function regressions(rows: RowResult[], baseline: Baseline, tolerance = 0.25): Regression[] {
+  const out: Regression[] = [];
   for (const [id, recorded] of Object.entries(baseline)) {
     const r = rows.find((x) => x.id === id);
-    if (r === undefined || r.na || !Number.isFinite(r.rpsRatio)) continue;
-    if (r.rpsRatio < recorded * (1 - tolerance)) out.push({ id, now: r.rpsRatio, recorded });
+    if (r === undefined || r.na) continue;
+    const now = { rps: r.rpsRatio, cpu: r.cpuRatio };
+    for (const ratio of ['rps', 'cpu'] as const) {
+      if (!Number.isFinite(now[ratio]) || recorded[ratio] === undefined) continue;
+      if (now[ratio] < recorded[ratio] * (1 - tolerance))
+        out.push({ id, ratio, now: now[ratio], recorded: recorded[ratio] });
+    }
   }
   return out;
 }

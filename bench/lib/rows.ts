@@ -30,9 +30,13 @@ export interface RowResult {
   p50Ms: number;
   p99Ms: number;
   rssMB: number;
+  /** Server CPU time per request (µs), median of the rounds. */
+  cpuUs: number;
   errors: number;
   /** rps ÷ ref rps (higher is better). */
   rpsRatio: number;
+  /** ref CPU per request ÷ this row's (higher is better): CPU efficiency against the ref. */
+  cpuRatio: number;
   /** p50 ÷ ref p50, p99 ÷ ref p99, RSS ÷ ref RSS (lower is better). */
   p50Ratio: number;
   p99Ratio: number;
@@ -63,7 +67,10 @@ function round(x: number, digits: number): number {
 
 /** Medians of the rounds, then ratios to each row's reference. */
 export function summarize(rows: Row[]): RowResult[] {
-  const base = new Map<string, { rps: number; p50: number; p99: number; rss: number }>();
+  const base = new Map<
+    string,
+    { rps: number; p50: number; p99: number; rss: number; cpu: number }
+  >();
   for (const r of rows) {
     if (r.na !== undefined || r.samples.length === 0) continue;
     base.set(r.id, {
@@ -71,6 +78,9 @@ export function summarize(rows: Row[]): RowResult[] {
       p50: median(r.samples.map((s) => s.p50Ms)),
       p99: median(r.samples.map((s) => s.p99Ms)),
       rss: median(r.rssBytes),
+      cpu: median(
+        r.samples.flatMap((s) => (s.cpuUsPerRequest === undefined ? [] : [s.cpuUsPerRequest])),
+      ),
     });
   }
   return rows.map((r) => {
@@ -91,8 +101,10 @@ export function summarize(rows: Row[]): RowResult[] {
       p50Ms: me ? round(me.p50, 3) : NaN,
       p99Ms: me ? round(me.p99, 3) : NaN,
       rssMB: me ? round(me.rss / 1048576, 1) : NaN,
+      cpuUs: me ? round(me.cpu, 2) : NaN,
       errors: r.samples.reduce((n, s) => n + s.errors, 0),
       rpsRatio: ratio(me?.rps, ref?.rps),
+      cpuRatio: ratio(ref?.cpu, me?.cpu),
       p50Ratio: ratio(me?.p50, ref?.p50),
       p99Ratio: ratio(me?.p99, ref?.p99),
       rssRatio: ratio(me?.rss, ref?.rss),

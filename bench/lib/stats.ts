@@ -23,4 +23,6 @@ export interface Sample {
   requests: number;
   /** Non-2xx answers, socket errors and timeouts. */
   errors: number;
+  /** The server process's CPU time (user + system) per request, when measured. */
+  cpuUsPerRequest?: number;
 }

@@ -42,7 +42,12 @@ export interface Target {
   run(seconds: number): Promise<Sample>;
 }
 
+/** The rows `--quick` measures: the ceiling and ours, the ones CI compares with the baseline. */
+const QUICK_ROWS = new Set(['bare', 'hub-2026', 'hub-2025', 'hub-stdio', 'hub-proxy']);
+
 export interface Settings {
+  /** Measure only QUICK_ROWS. */
+  quick: boolean;
   rounds: number;
   seconds: number;
   warmSeconds: number;
@@ -163,6 +168,7 @@ export async function measureThroughput(settings: Settings, procs: Proc[]): Prom
 
   const targets: Target[] = [];
   const add = async (row: Row, make: () => Promise<Target | undefined>) => {
+    if (settings.quick && !QUICK_ROWS.has(row.id)) return;
     try {
       const t = await make();
       if (t !== undefined) targets.push(t);
@@ -212,21 +218,24 @@ export async function measureThroughput(settings: Settings, procs: Proc[]): Prom
     return wrkTarget(rows.execute, hub, s);
   });
 
-  for (const row of Object.values(rows)) if (row.na) log(`${row.id}: ${row.na}`);
+  const measured = Object.values(rows).filter((r) => !settings.quick || QUICK_ROWS.has(r.id));
+  for (const row of measured) if (row.na) log(`${row.id}: ${row.na}`);
   log(`warming up ${targets.length} targets`);
   for (const t of targets) await t.run(settings.warmSeconds);
   for (let round = 0; round < settings.rounds; round++) {
     // Rotate the order each round so no target always runs right after the same neighbour.
     const order = targets.map((_, i) => targets[(i + round) % targets.length]!);
     for (const t of order) {
+      const cpu0 = t.proc.cpuMs();
       const sample = await t.run(settings.seconds);
+      sample.cpuUsPerRequest = ((t.proc.cpuMs() - cpu0) * 1000) / sample.requests;
       t.row.samples.push(sample);
       t.row.rssBytes.push(t.proc.rss());
       log(
-        `round ${round + 1}/${settings.rounds} ${t.row.id}: ${Math.round(sample.rps)} req/s, p50 ${sample.p50Ms.toFixed(2)} ms` +
+        `round ${round + 1}/${settings.rounds} ${t.row.id}: ${Math.round(sample.rps)} req/s, p50 ${sample.p50Ms.toFixed(2)} ms, ${sample.cpuUsPerRequest.toFixed(1)} µs CPU/req` +
           (sample.errors ? `, ${sample.errors} errors` : ''),
       );
     }
   }
-  return Object.values(rows);
+  return measured;
 }
