@@ -68,7 +68,10 @@ export async function measureToolScale(
   for (let round = 0; round < rounds; round++) {
     for (let i = 0; i < targets.length; i++) {
       const t = targets[(i + round) % targets.length]!;
-      t.row.samples.push(await runWrk(t.spec, { connections: 50, seconds }));
+      const cpu0 = t.proc.cpuMs();
+      const sample = await runWrk(t.spec, { connections: 50, seconds });
+      sample.cpuUsPerRequest = ((t.proc.cpuMs() - cpu0) * 1000) / sample.requests;
+      t.row.samples.push(sample);
       t.row.rssBytes.push(t.proc.rss());
     }
   }
