@@ -89,11 +89,13 @@ async function proxyTarget(
     if ((await toolNames(hub.url)).includes('up.echo')) break;
     const failed = /"msg":"(plugin failed to load: [^"]*)"/.exec(hub.log());
     if (failed) {
-      row.na = `n/a: mcp.proxy unavailable (${failed[1]!.slice(0, 120)})`;
+      row.na = 'n/a: mcp.proxy unavailable';
+      row.note = failed[1]!.replace(/^plugin failed to load: \S*proxy\.lua:\d+: /, '');
       return undefined;
     }
     if (Date.now() - start > settings.proxyWaitMs) {
-      row.na = 'n/a: mcp.proxy unavailable (no proxied tool appeared)';
+      row.na = 'n/a: mcp.proxy unavailable';
+      row.note = `no proxied tool appeared within ${settings.proxyWaitMs} ms`;
       return undefined;
     }
     await new Promise((r) => setTimeout(r, 100));
@@ -219,7 +221,8 @@ export async function measureThroughput(settings: Settings, procs: Proc[]): Prom
   });
 
   const measured = Object.values(rows).filter((r) => !settings.quick || QUICK_ROWS.has(r.id));
-  for (const row of measured) if (row.na) log(`${row.id}: ${row.na}`);
+  for (const row of measured)
+    if (row.na) log(`${row.id}: ${row.na}${row.note ? ` (${row.note})` : ''}`);
   log(`warming up ${targets.length} targets`);
   for (const t of targets) await t.run(settings.warmSeconds);
   for (let round = 0; round < settings.rounds; round++) {
