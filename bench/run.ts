@@ -23,23 +23,30 @@ import { measureLeaks } from './scenarios/memory.js';
 import { profileEras } from './scenarios/profile.js';
 import { measureReload } from './scenarios/reload.js';
 import { measureSessionScale, measureToolScale } from './scenarios/scale.js';
-import { measureThroughput } from './scenarios/throughput.js';
+import { QUICK_ROWS, measureThroughput } from './scenarios/throughput.js';
 
 const RESULTS = join(ROOT, 'bench', 'results');
 const BASELINE = join(ROOT, 'bench', 'baseline.json');
 
 interface Flags {
   quick: boolean;
+  /** `--only=id,id`: just these rows of the main table, no other scenario. */
+  only: Set<string> | undefined;
   profile: boolean;
   writeBaseline: boolean;
 }
 
 function flags(argv: string[]): Flags {
   const known = new Set(['--quick', '--profile', '--write-baseline']);
-  for (const a of argv)
-    if (!known.has(a)) throw new Error(`unknown flag ${a} (known: ${[...known].join(', ')})`);
+  let only: Set<string> | undefined;
+  for (const a of argv) {
+    if (a.startsWith('--only=')) only = new Set(a.slice('--only='.length).split(','));
+    else if (!known.has(a))
+      throw new Error(`unknown flag ${a} (known: ${[...known].join(', ')}, --only=ROW,ROW)`);
+  }
   return {
     quick: argv.includes('--quick'),
+    only,
     profile: argv.includes('--profile'),
     writeBaseline: argv.includes('--write-baseline'),
   };
@@ -92,13 +99,22 @@ async function main(): Promise<number> {
       return 0;
     }
     const settings = f.quick
-      ? { quick: true, rounds: 5, seconds: 1, warmSeconds: 1, proxyWaitMs: 3000, log }
-      : { quick: false, rounds: 3, seconds: 5, warmSeconds: 2, proxyWaitMs: 10_000, log };
+      ? {
+          rows: f.only ?? QUICK_ROWS,
+          rounds: 5,
+          seconds: 1,
+          warmSeconds: 1,
+          proxyWaitMs: 3000,
+          log,
+        }
+      : { rows: f.only, rounds: 3, seconds: 5, warmSeconds: 2, proxyWaitMs: 10_000, log };
+    // Only a full run of every scenario replaces latest.json and the chart.
+    const partial = f.quick || f.only !== undefined;
     const mainRows = await measureThroughput(settings, procs);
     await stopAll();
     let extra: Record<string, unknown> = {};
     let scaleRows: ReturnType<typeof summarize> = [];
-    if (!f.quick) {
+    if (!partial) {
       const reload = await measureReload(15, procs, log);
       await stopAll();
       const tools = await measureToolScale([10, 1000, 10_000], 3, 2, procs, log);
@@ -114,18 +130,18 @@ async function main(): Promise<number> {
     const rows = summarize(mainRows);
     process.stdout.write(`\n${consoleTable(rows)}\n\n`);
     if (scaleRows.length > 0) process.stdout.write(`${consoleTable(scaleRows)}\n\n`);
-    if (!f.quick) process.stdout.write(`${JSON.stringify(extra, null, 2)}\n`);
+    if (!partial) process.stdout.write(`${JSON.stringify(extra, null, 2)}\n`);
 
     const result = {
       date: new Date().toISOString(),
-      mode: f.quick ? 'quick' : 'full',
+      mode: f.quick ? 'quick' : partial ? 'partial' : 'full',
       machine: machine(),
       settings: { rounds: settings.rounds, seconds: settings.seconds, loadGenerator: 'wrk -t1' },
       rows,
       ...extra,
       seconds: Math.round((Date.now() - started) / 1000),
     };
-    if (f.quick) {
+    if (partial) {
       writeFileSync(join(RESULTS, 'quick.json.tmp'), JSON.stringify(result, null, 2) + '\n');
     } else {
       writeFileSync(join(RESULTS, 'latest.json'), JSON.stringify(result, null, 2) + '\n');
@@ -157,7 +173,9 @@ async function main(): Promise<number> {
       // A shared machine can slow one round down: a drop counts only if a second run shows it too.
       log(`possible regression (${bad.map(show).join('; ')}); measuring again to confirm`);
       await stopAll();
-      const again = regressions(summarize(await measureThroughput(settings, procs)), baseline);
+      // Only the rows that dropped (and the ceiling) are measured again, to stay under a minute.
+      const rerun = { ...settings, rows: new Set(bad.map((r) => r.id)) };
+      const again = regressions(summarize(await measureThroughput(rerun, procs)), baseline);
       const seen = new Set(bad.map(key));
       bad = again.filter((r) => seen.has(key(r)));
     }

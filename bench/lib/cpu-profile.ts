@@ -34,7 +34,11 @@ export function areaOf(fn: string, url: string): string {
   if (url.includes('/src/registry/')) return 'moonhub registry (src/registry)';
   if (url.includes('/src/lua/') || url.includes('/src/lua-api/'))
     return 'moonhub Lua bridge (src/lua*)';
+  if (url.includes('/src/upstream/')) return 'moonhub upstream (src/upstream)';
   if (url.includes('/src/')) return 'moonhub other (src)';
+  if (url.includes('node_modules/@modelcontextprotocol')) return 'MCP SDK';
+  if (url.includes('node_modules/zod')) return 'zod';
+  if (url.startsWith('node:internal/deps/undici')) return 'Node fetch (undici)';
   if (url.includes('node_modules/wasmoon')) return 'wasmoon glue (emscripten JS)';
   if (url.includes('node_modules/ajv')) return 'ajv';
   if (url.includes('node_modules/pino')) return 'pino';

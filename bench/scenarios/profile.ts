@@ -10,11 +10,14 @@ import { startHub, startScript, type Proc } from '../lib/proc.js';
 import { summarizeProfile, type ProfileSummary } from '../lib/cpu-profile.js';
 import { echoCall, openSession } from '../lib/rpc.js';
 import { runWrk } from '../lib/wrk.js';
-import { ECHO_PLUGINS } from './throughput.js';
+import { ECHO_PLUGINS, startProxyHub } from './throughput.js';
 
 export interface EraProfile extends ProfileSummary {
-  /** `bare` is the node:http ceiling, profiled the same way for comparison. */
-  era: 'bare' | 'legacy' | 'modern';
+  /**
+   * `bare` is the node:http ceiling, profiled the same way for comparison; `proxy` a hub calling
+   * the SDK echo server through mcp.proxy (the upstream's own time is not in it).
+   */
+  era: 'bare' | 'legacy' | 'modern' | 'proxy';
   requests: number;
   rps: number;
   /** Active CPU µs per request, and per area. */
@@ -29,28 +32,45 @@ export async function profileEras(
   log: (line: string) => void,
 ): Promise<EraProfile[]> {
   const out: EraProfile[] = [];
-  for (const era of ['bare', 'modern', 'legacy'] as const) {
+  for (const era of ['bare', 'modern', 'legacy', 'proxy'] as const) {
     const dir = mkdtempSync(join(tmpdir(), `moonhub-bench-prof-${era}-`));
     const nodeArgs = ['--cpu-prof', '--cpu-prof-dir', dir];
+    let upstream: Proc | undefined;
+    if (era === 'proxy') {
+      upstream = await startScript('sdk-upstream', 'sdk.js', ['session']);
+      procs.push(upstream);
+    }
     const t0 = performance.now();
-    const hub =
-      era === 'bare'
-        ? await startScript('bare-prof', 'bare.js', [], nodeArgs)
-        : await startHub(`moonhub-prof-${era}`, {
-            plugins: [ECHO_PLUGINS],
-            watch: false,
-            nodeArgs,
-          });
+    let hub: Proc;
+    if (era === 'bare') hub = await startScript('bare-prof', 'bare.js', [], nodeArgs);
+    else if (era === 'proxy') {
+      const started = await startProxyHub(upstream!.url, 10_000, procs, nodeArgs);
+      if (!('hub' in started)) {
+        log(`profile proxy: skipped, ${started.na} (${started.note})`);
+        await upstream!.stop();
+        continue;
+      }
+      hub = started.hub;
+    } else {
+      hub = await startHub(`moonhub-prof-${era}`, {
+        plugins: [ECHO_PLUGINS],
+        watch: false,
+        nodeArgs,
+      });
+    }
     procs.push(hub);
     const s =
       era === 'bare'
         ? echoCall(hub.url, 'legacy')
-        : echoCall(hub.url, era, era === 'legacy' ? await openSession(hub.url) : undefined);
+        : era === 'proxy'
+          ? echoCall(hub.url, 'modern', undefined, 'up.echo')
+          : echoCall(hub.url, era, era === 'legacy' ? await openSession(hub.url) : undefined);
     await runWrk(s, { connections: 50, seconds: 2 });
     const from = performance.now() - t0;
     const sample = await runWrk(s, { connections: 50, seconds });
     const to = performance.now() - t0;
     await hub.stop();
+    await upstream?.stop();
     const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
     if (file === undefined) throw new Error(`no .cpuprofile written in ${dir}`);
     // The profile clock starts a little after spawn, so the window is slightly late: safe side.
