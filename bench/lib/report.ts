@@ -82,7 +82,8 @@ function esc(s: string): string {
 /** A horizontal bar chart of each throughput row's req/s as a share of the bare server. */
 export function ratioChart(rows: RowResult[], title: string): string {
   const bars = rows.filter((r) => r.kind === 'throughput' && r.id !== 'bare');
-  const labelW = 360;
+  // Wide enough for the longest label at ~6.5 px a character (12 px sans-serif).
+  const labelW = Math.max(200, Math.ceil(Math.max(...bars.map((r) => r.label.length)) * 6.5) + 16);
   const barW = 420;
   const rowH = 26;
   const top = 48;

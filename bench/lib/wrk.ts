@@ -32,7 +32,7 @@ export function ensureWrk(): void {
   if (!hasWrk()) throw new Error('wrk could not be installed (apt-get install wrk)');
 }
 
-const scriptDir = mkdtempSync(join(tmpdir(), 'moonhub-bench-wrk-'));
+let scriptDir: string | undefined;
 let scriptCount = 0;
 
 function luaString(s: string): string {
@@ -55,6 +55,7 @@ function writeScript(s: RequestSpec): string {
     '  return wrk.format(nil, nil, nil, prefix .. n .. suffix)',
     'end',
   );
+  scriptDir ??= mkdtempSync(join(tmpdir(), 'moonhub-bench-wrk-'));
   const file = join(scriptDir, `req-${++scriptCount}.lua`);
   writeFileSync(file, lines.join('\n') + '\n');
   return file;
