@@ -18,6 +18,7 @@ import {
   type Regression,
 } from './lib/report.js';
 import { summarize } from './lib/rows.js';
+import { removeScratchDirs } from './lib/tmp.js';
 import { ensureWrk } from './lib/wrk.js';
 import { measureLeaks } from './scenarios/memory.js';
 import { profileEras } from './scenarios/profile.js';
@@ -184,6 +185,7 @@ async function main(): Promise<number> {
     return bad.length === 0 ? 0 : 1;
   } finally {
     await stopAll();
+    removeScratchDirs();
     log(`done in ${Math.round((Date.now() - started) / 1000)} s`);
   }
 }

@@ -3,11 +3,11 @@
  * generated Lua script that numbers each request's JSON-RPC id, its output parsed into a Sample.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RequestSpec } from './rpc.js';
 import type { Sample } from './stats.js';
+import { scratchDir } from './tmp.js';
 
 function hasWrk(): boolean {
   return spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error === undefined;
@@ -55,7 +55,7 @@ function writeScript(s: RequestSpec): string {
     '  return wrk.format(nil, nil, nil, prefix .. n .. suffix)',
     'end',
   );
-  scriptDir ??= mkdtempSync(join(tmpdir(), 'moonhub-bench-wrk-'));
+  scriptDir ??= scratchDir('wrk');
   const file = join(scriptDir, `req-${++scriptCount}.lua`);
   writeFileSync(file, lines.join('\n') + '\n');
   return file;

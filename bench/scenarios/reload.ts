@@ -3,12 +3,12 @@
  * connected SDK v2 client, for a 2025-session client (GET stream) and a 2026-07-28 client
  * (subscriptions/listen) connected at the same time. Includes the hub's 100 ms debounce.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startHub, type Proc } from '../lib/proc.js';
 import { percentile } from '../lib/stats.js';
+import { scratchDir } from '../lib/tmp.js';
 
 export interface ReloadResult {
   samples: number;
@@ -43,7 +43,7 @@ export async function measureReload(
   procs: Proc[],
   log: (line: string) => void,
 ): Promise<ReloadResult> {
-  const dir = mkdtempSync(join(tmpdir(), 'moonhub-bench-reload-'));
+  const dir = scratchDir('reload');
   const file = join(dir, 'reload.lua');
   writeFileSync(file, plugin(0));
   const hub = await startHub('moonhub-reload', { plugins: [dir], watch: true });

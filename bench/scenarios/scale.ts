@@ -3,14 +3,14 @@
  * throughput, start time, RSS), and one hub holding 1 / 100 / 10,000 open 2025 sessions (memory
  * per session after GC, tools/call throughput in one of them).
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startHub, type HeapReport, type Proc } from '../lib/proc.js';
 import { newRow, type Row } from '../lib/rows.js';
 import { echoCall, openSession, resultOf, send, spec, type RequestSpec } from '../lib/rpc.js';
 import { runWrk } from '../lib/wrk.js';
 import { ECHO_PLUGINS } from './throughput.js';
+import { scratchDir } from '../lib/tmp.js';
 
 export interface ToolScalePoint {
   tools: number;
@@ -18,7 +18,7 @@ export interface ToolScalePoint {
 }
 
 function toolsPlugin(n: number): string {
-  const dir = mkdtempSync(join(tmpdir(), `moonhub-bench-tools-${n}-`));
+  const dir = scratchDir(`tools-${n}`);
   writeFileSync(
     join(dir, 'many.lua'),
     [
