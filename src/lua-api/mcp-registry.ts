@@ -4,7 +4,7 @@
  * binding: arguments checked in Lua's wording, handlers kept as registry references of the
  * plugin's state, results converted by registry/results.
  */
-import type { LuaState, HostCall, HostFunctionSpec } from '../lua/state.js';
+import type { CallLimits, LuaState, HostCall, HostFunctionSpec } from '../lua/state.js';
 import { LuaMulti } from '../lua/state.js';
 import { LuaArgumentError } from '../lua/errors.js';
 import type { Registry } from '../registry/registry.js';
@@ -128,10 +128,13 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
           timeoutMs,
           requiredCapabilities: requiredCapabilities(schema.requires),
           handler: async (input, ctx) => {
-            const [value] = await callWithContext(state, ref, [input], ctx, {
-              timeoutMs,
-              signal: ctx.signal,
-            });
+            const [value] = await callWithContext(
+              state,
+              ref,
+              [input],
+              ctx,
+              limitsFor(timeoutMs, ctx),
+            );
             return toToolResult(value);
           },
         });
@@ -178,10 +181,13 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         arguments: promptArgs,
         complete: luaCompleter(state, completers, timeoutMs),
         handler: async (input, ctx) => {
-          const [value] = await callWithContext(state, ref, [input], ctx, {
-            timeoutMs,
-            signal: ctx.signal,
-          });
+          const [value] = await callWithContext(
+            state,
+            ref,
+            [input],
+            ctx,
+            limitsFor(timeoutMs, ctx),
+          );
           return toPromptResult(value, name);
         },
       });
@@ -209,10 +215,13 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         icons: Array.isArray(schema.icons) ? schema.icons : undefined,
         complete: luaCompleter(state, completers, timeoutMs),
         handler: async (readUri, params, ctx) => {
-          const [value] = await callWithContext(state, ref, [params], ctx, {
-            timeoutMs,
-            signal: ctx.signal,
-          });
+          const [value] = await callWithContext(
+            state,
+            ref,
+            [params],
+            ctx,
+            limitsFor(timeoutMs, ctx),
+          );
           return { contents: toResourceContents(value, readUri, mimeType) };
         },
       });
@@ -382,4 +391,25 @@ const closeOpenBatches = new WeakMap<LuaState, () => void>();
 /** Ends any batch the plugin's code left open; returns whether there was one. */
 export function endForgottenBatches(state: LuaState): void {
   closeOpenBatches.get(state)?.();
+}
+
+/**
+ * A handler's call limits with the signal read only when the call first waits: reading
+ * `ctx.signal` makes the transport build an AbortController and a 'close' listener, which cost
+ * ~5 % of a tools/call that never waits (`npm run bench -- --profile`). A class, so the getter
+ * sits on one shared prototype instead of being defined on every call's object.
+ */
+class LazySignalLimits implements CallLimits {
+  constructor(
+    readonly timeoutMs: number | undefined,
+    private readonly ctx: CallContext,
+  ) {}
+
+  get signal(): AbortSignal | undefined {
+    return this.ctx.signal;
+  }
+}
+
+function limitsFor(timeoutMs: number | undefined, ctx: CallContext): CallLimits {
+  return new LazySignalLimits(timeoutMs, ctx);
 }

@@ -1,0 +1,93 @@
+/**
+ * `--profile`: runs a hub under `node --cpu-prof` in each era, loads it with the echo tools/call
+ * for a fixed time, and reports where the CPU time went per request (bench/results/profile.json);
+ * the bare node:http server is profiled the same way, as the floor.
+ */
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startHub, startScript, type Proc } from '../lib/proc.js';
+import { summarizeProfile, type ProfileSummary } from '../lib/cpu-profile.js';
+import { echoCall, openSession } from '../lib/rpc.js';
+import { runWrk } from '../lib/wrk.js';
+import { ECHO_PLUGINS, startProxyHub } from './throughput.js';
+
+export interface EraProfile extends ProfileSummary {
+  /**
+   * `bare` is the node:http ceiling, profiled the same way for comparison; `proxy` a hub calling
+   * the SDK echo server through mcp.proxy (the upstream's own time is not in it).
+   */
+  era: 'bare' | 'legacy' | 'modern' | 'proxy';
+  requests: number;
+  rps: number;
+  /** Active CPU µs per request, and per area. */
+  usPerRequest: number;
+  areaUsPerRequest: Record<string, number>;
+  file: string;
+}
+
+export async function profileEras(
+  seconds: number,
+  procs: Proc[],
+  log: (line: string) => void,
+): Promise<EraProfile[]> {
+  const out: EraProfile[] = [];
+  for (const era of ['bare', 'modern', 'legacy', 'proxy'] as const) {
+    const dir = mkdtempSync(join(tmpdir(), `moonhub-bench-prof-${era}-`));
+    const nodeArgs = ['--cpu-prof', '--cpu-prof-dir', dir];
+    let upstream: Proc | undefined;
+    if (era === 'proxy') {
+      upstream = await startScript('sdk-upstream', 'sdk.js', ['session']);
+      procs.push(upstream);
+    }
+    const t0 = performance.now();
+    let hub: Proc;
+    if (era === 'bare') hub = await startScript('bare-prof', 'bare.js', [], nodeArgs);
+    else if (era === 'proxy') {
+      const started = await startProxyHub(upstream!.url, 10_000, procs, nodeArgs);
+      if (!('hub' in started)) {
+        log(`profile proxy: skipped, ${started.na} (${started.note})`);
+        await upstream!.stop();
+        continue;
+      }
+      hub = started.hub;
+    } else {
+      hub = await startHub(`moonhub-prof-${era}`, {
+        plugins: [ECHO_PLUGINS],
+        watch: false,
+        nodeArgs,
+      });
+    }
+    procs.push(hub);
+    const s =
+      era === 'bare'
+        ? echoCall(hub.url, 'legacy')
+        : era === 'proxy'
+          ? echoCall(hub.url, 'modern', undefined, 'up.echo')
+          : echoCall(hub.url, era, era === 'legacy' ? await openSession(hub.url) : undefined);
+    await runWrk(s, { connections: 50, seconds: 2 });
+    const from = performance.now() - t0;
+    const sample = await runWrk(s, { connections: 50, seconds });
+    const to = performance.now() - t0;
+    await hub.stop();
+    await upstream?.stop();
+    const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+    if (file === undefined) throw new Error(`no .cpuprofile written in ${dir}`);
+    // The profile clock starts a little after spawn, so the window is slightly late: safe side.
+    const sum = summarizeProfile(readFileSync(join(dir, file), 'utf8'), from, to);
+    const per = (ms: number) => Math.round(((ms * 1000) / sample.requests) * 100) / 100;
+    const areaUsPerRequest: Record<string, number> = {};
+    for (const a of sum.areas) areaUsPerRequest[a.area] = per(a.ms);
+    out.push({
+      era,
+      requests: sample.requests,
+      rps: Math.round(sample.rps),
+      usPerRequest: per(sum.activeMs),
+      areaUsPerRequest,
+      file: join(dir, file),
+      ...sum,
+    });
+    log(`profile ${era}: ${per(sum.activeMs)} µs CPU per request (${join(dir, file)})`);
+  }
+  return out;
+}
