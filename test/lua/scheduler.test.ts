@@ -42,11 +42,11 @@ describe('interleaving', () => {
     // Both started before either finished: the waits overlapped.
     assert.deepEqual(events.slice(0, 2).sort(), ['A start', 'B start']);
     assert.deepEqual(events.slice(2).sort(), ['A end', 'B end']);
-    // The overlap itself is most of a sleep (a late timer only makes it longer), where calls run
-    // one after the other would not overlap at all.
+    // Calls run one after the other would not overlap at all. (How much they overlap depends on
+    // how soon the second call starts, which a loaded machine delays: not asserted.)
     const [aStart, aEnd, bStart, bEnd] = [a[1], a[2], b[1], b[2]] as number[];
     const overlap = Math.min(aEnd, bEnd) - Math.max(aStart, bStart);
-    assert.ok(overlap >= 80, `the two sleeps overlapped by only ${overlap} ms`);
+    assert.ok(overlap > 0, `the two sleeps did not overlap (${overlap} ms)`);
     assert.ok(elapsed >= 95 && elapsed < 1000, `two 100 ms sleeps took ${elapsed} ms`);
   });
 
