@@ -12,7 +12,7 @@ import { WithMetatable } from '../lua/bridge.js';
 import { LuaArgumentError } from '../lua/errors.js';
 import type { CallLimits, LuaState } from '../lua/state.js';
 import { LuaMulti } from '../lua/state.js';
-import type { CallContext, CallPeer, LogLevel } from '../registry/types.js';
+import { LOG_LEVELS, type CallContext, type CallPeer, type LogLevel } from '../registry/types.js';
 
 /** Who is calling, as plain data (also what `mcp.call_tool` callers see). */
 export function luaContext(ctx: CallContext): Record<string, unknown> {
@@ -42,17 +42,6 @@ interface ContextState {
 
 const states = new WeakMap<LuaState, ContextState>();
 let nextCallId = 1;
-
-const LOG_LEVELS: ReadonlySet<string> = new Set([
-  'debug',
-  'info',
-  'notice',
-  'warning',
-  'error',
-  'critical',
-  'alert',
-  'emergency',
-]);
 
 /** Methods a handler may send to the client, by the Lua function that sends them. */
 const INPUT_METHODS: Readonly<Record<string, string>> = {

@@ -33,6 +33,18 @@ export interface CallContext {
 export type LogLevel =
   'debug' | 'info' | 'notice' | 'warning' | 'error' | 'critical' | 'alert' | 'emergency';
 
+/** The MCP log levels (RFC 5424 severities), mildest first. */
+export const LOG_LEVELS: ReadonlySet<string> = new Set<LogLevel>([
+  'debug',
+  'info',
+  'notice',
+  'warning',
+  'error',
+  'critical',
+  'alert',
+  'emergency',
+]);
+
 /**
  * The caller's side of a running call (MCP's server-to-client direction). Transports build it;
  * handlers use it for progress, log messages, sampling and elicitation.

@@ -27,16 +27,7 @@ export const SERVER_INFO_META_KEY = 'io.modelcontextprotocol/serverInfo';
 export const SUBSCRIPTION_ID_META_KEY = 'io.modelcontextprotocol/subscriptionId';
 export const LOG_LEVEL_META_KEY = 'io.modelcontextprotocol/logLevel';
 
-export const LOG_LEVELS: ReadonlySet<string> = new Set([
-  'debug',
-  'info',
-  'notice',
-  'warning',
-  'error',
-  'critical',
-  'alert',
-  'emergency',
-]);
+export { LOG_LEVELS } from '../registry/types.js';
 
 /** Revision strings are ISO dates, so string order is revision order. */
 export function isModernVersion(version: string): boolean {
