@@ -7,7 +7,6 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Client } from '@modelcontextprotocol/client';
 import type { Era } from '../helpers/mcp-client.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
 import {
