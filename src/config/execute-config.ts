@@ -42,7 +42,7 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 
 /**
  * The built-in's options from the file's section (already checked against the schema). The
- * one rule the schema cannot state, a default wall time above the ceiling, is refused here.
+ * one rule the schema cannot state, a default wall time above the ceiling, is checked here.
  */
 export function executeOptionsOf(section: ExecuteConfig | false | undefined): ExecuteOptions {
   if (section === undefined) return {};
@@ -53,10 +53,13 @@ export function executeOptionsOf(section: ExecuteConfig | false | undefined): Ex
     const value = section[key as keyof typeof KEYS];
     if (value !== undefined) out[option] = value;
   }
-  const timeout = section.timeout_ms ?? DEFAULT_TIMEOUT_MS;
-  if (section.max_timeout_ms !== undefined && timeout > section.max_timeout_ms)
+  const max = section.max_timeout_ms;
+  if (max !== undefined && section.timeout_ms !== undefined && section.timeout_ms > max)
     throw new Error(
-      `config file: 'execute.timeout_ms' (${timeout}) must not exceed 'execute.max_timeout_ms' (${section.max_timeout_ms})`,
+      `config file: 'execute.timeout_ms' (${section.timeout_ms}) must not exceed 'execute.max_timeout_ms' (${max})`,
     );
+  // A ceiling below the default wall time lowers the default with it.
+  if (max !== undefined && section.timeout_ms === undefined && max < DEFAULT_TIMEOUT_MS)
+    out.timeoutMs = max;
   return out as ExecuteOptions;
 }

@@ -114,6 +114,10 @@ auth: { mode: oauth, oauth: { issuer: "https://id.example", jwks_uri: "https://i
       enabled: false,
     });
     assert.deepEqual(resolveSettings({}).execute, {});
+    assert.deepEqual(
+      resolveSettings({ config: file('ceil.yaml', 'execute: { max_timeout_ms: 2000 }') }).execute,
+      { maxTimeoutMs: 2000, timeoutMs: 2000 },
+    );
   });
 
   it('says when the file cannot be read or is not JSON', () => {
