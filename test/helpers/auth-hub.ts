@@ -133,6 +133,10 @@ export async function rawPost(
 ): Promise<{ status: number; headers: Headers; text: string }> {
   const params = (body.params ?? {}) as Record<string, unknown>;
   const modern = !('mcp-session-id' in headers) && body.method !== 'initialize';
+  // The CLI helpers block the event loop (spawnSync); a keep-alive socket the hub closed
+  // meanwhile (5 s idle) is only noticed once the loop polls again, so let it poll first rather
+  // than reuse a dead socket ("fetch failed" on a loaded machine).
+  await new Promise((r) => setImmediate(r));
   const res = await fetch(url, {
     method: 'POST',
     headers: {
