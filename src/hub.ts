@@ -38,7 +38,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     memoryLimit: opts.memoryLimit,
     sessionViews: opts.sessionViews,
   });
-  registerHubStatus(registry, plugins);
+  registerHubStatus(registry, plugins, opts.pluginDirs);
   await plugins.start();
   const codeMode =
     opts.execute === false

@@ -69,6 +69,7 @@ async function serve(flags: ServeFlags): Promise<void> {
     pluginDirs: s.dirs,
     logger,
     watch: flags.watch,
+    execute: s.execute,
     sessionViews: (uuid) => (access === undefined ? null : access.viewOfSession(uuid)),
   });
   // A hub bound to a named address must accept that name in Host (DNS-rebinding check).

@@ -4,6 +4,7 @@
  * (plugins directories, agent manifests) are relative to the file.
  */
 import { dirname, resolve } from 'node:path';
+import type { ExecuteConfig } from './execute-config.js';
 import { loadDataFile } from './validate.js';
 
 export type AuthMode = 'none' | 'token' | 'oauth';
@@ -47,6 +48,8 @@ export interface HubConfig {
   targets?: Record<string, TargetConfig>;
   agents?: Record<string, AgentConfig>;
   auth?: AuthConfig;
+  /** The `execute` built-in and its limits; false leaves it out. */
+  execute?: ExecuteConfig | false;
 }
 
 export function loadConfig(file: string): HubConfig {
@@ -57,5 +60,7 @@ export function loadConfig(file: string): HubConfig {
   for (const agent of Object.values(config.agents ?? {})) {
     if (agent.manifest !== undefined) agent.manifest = resolve(base, agent.manifest);
   }
+  if (config.execute && config.execute.root !== undefined)
+    config.execute.root = resolve(base, config.execute.root);
   return config;
 }

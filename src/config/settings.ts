@@ -4,6 +4,8 @@
  */
 import { resolve } from 'node:path';
 import { loadConfig, type AuthMode, type HubConfig } from './config.js';
+import { executeOptionsOf } from './execute-config.js';
+import type { ExecuteOptions } from '../execute/options.js';
 
 export interface SettingsFlags {
   plugins?: string[];
@@ -29,6 +31,8 @@ export interface Settings {
   dataDir: string;
   /** The endpoint URL given by --url or public_url; otherwise derived once the port is known. */
   publicUrl: string | undefined;
+  /** The `execute` built-in's options from the config file (`enabled: false` leaves it out). */
+  execute: ExecuteOptions;
 }
 
 const DEFAULT_PORT = 8848;
@@ -60,6 +64,7 @@ export function resolveSettings(flags: SettingsFlags): Settings {
     authMode,
     dataDir: resolve(flags.data ?? DEFAULT_DATA_DIR),
     publicUrl: flags.url ?? config.public_url,
+    execute: executeOptionsOf(config.execute),
   };
 }
 

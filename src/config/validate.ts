@@ -48,6 +48,9 @@ function reasonOf(e: ErrorObject): string {
       return `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues
         .map((v) => JSON.stringify(v))
         .join(', ')}`;
+    case 'const':
+      // The one constant in the schema: `execute: false`.
+      return 'must be false or a table of settings';
     case 'propertyNames':
       return `is not a valid name (${NAME_RULE})`;
     case 'pattern': {

@@ -25,6 +25,28 @@ export function registerCodeMode(
   logger: Logger,
 ): CodeModeBuiltins {
   const opts = resolveExecuteOptions(options);
+  registry.addTool(SEARCH_OWNER, {
+    name: 'search_tools',
+    description: SEARCH_DESCRIPTION,
+    inputSchema: {
+      type: 'object',
+      properties: {
+        query: { type: 'string', description: 'Words to look for in tool names and descriptions.' },
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 50,
+          description: 'At most this many (default 10).',
+        },
+      },
+      required: ['query'],
+      additionalProperties: false,
+    },
+    annotations: { title: 'Search the tools', readOnlyHint: true },
+    handler: searchToolsHandler(registry),
+  });
+  // `enabled: false` (config `execute: false`) leaves out the tool and its workers.
+  if (!opts.enabled) return { close: async () => undefined };
   const pool = new ScriptPool(opts);
   registry.addTool(EXECUTE_OWNER, {
     name: 'execute',
@@ -45,26 +67,6 @@ export function registerCodeMode(
     },
     annotations: { title: 'Run a Lua script over the tools', openWorldHint: true },
     handler: executeHandler(registry, pool, opts, logger),
-  });
-  registry.addTool(SEARCH_OWNER, {
-    name: 'search_tools',
-    description: SEARCH_DESCRIPTION,
-    inputSchema: {
-      type: 'object',
-      properties: {
-        query: { type: 'string', description: 'Words to look for in tool names and descriptions.' },
-        limit: {
-          type: 'integer',
-          minimum: 1,
-          maximum: 50,
-          description: 'At most this many (default 10).',
-        },
-      },
-      required: ['query'],
-      additionalProperties: false,
-    },
-    annotations: { title: 'Search the tools', readOnlyHint: true },
-    handler: searchToolsHandler(registry),
   });
   pool.warm();
   return { close: () => pool.close() };

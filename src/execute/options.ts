@@ -3,6 +3,8 @@
  * module) passes an object of these. Breaking a limit ends that run with an error naming it.
  */
 export interface ExecuteOptions {
+  /** false leaves the `execute` tool out; `search_tools` stays (default true). */
+  enabled?: boolean;
   /** Wall time of a run when the call gives no `timeout_ms` (default 30000). */
   timeoutMs?: number;
   /** The largest `timeout_ms` a call may ask for (default 300000). */
@@ -36,6 +38,7 @@ export type ResolvedExecuteOptions = Required<ExecuteOptions>;
 
 export function resolveExecuteOptions(o: ExecuteOptions = {}): ResolvedExecuteOptions {
   return {
+    enabled: o.enabled ?? true,
     timeoutMs: o.timeoutMs ?? 30_000,
     maxTimeoutMs: o.maxTimeoutMs ?? 300_000,
     instructions: o.instructions ?? 500_000_000,

@@ -13,7 +13,8 @@ import { installChilkat } from './chilkat.js';
 import { installTask } from './task.js';
 import { installVfs } from './vfs.js';
 import { installScriptApi } from './script-api.js';
-import { registryCaller } from './tool-caller.js';
+import { registryCaller, type ToolCaller } from './tool-caller.js';
+import { activeHandlerContext, nestedContext, noticeData } from './nested-call.js';
 
 export { endForgottenBatches, normalizeSchema, type SessionViews } from './mcp-registry.js';
 export { luaContext } from './context.js';
@@ -43,13 +44,26 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
   installTask(state);
   installLog(state, opts.logger);
   installVfs(state, opts.root);
-  // mcp.call & co. in a plugin act with the plugin's own authority (all tools), like call_tool.
+  // mcp.call & co. in a plugin act with the plugin's own authority (all tools), like call_tool,
+  // except inside a handler, where they act for the handler's caller (nested-call.ts).
   const caller = registryCaller({
     registry: opts.registry,
     ctx: { hub_id: opts.registry.hubId, plugin: opts.owner },
     notice: (text, params) => opts.logger.info({ source: 'notice', params }, text),
   });
-  installScriptApi(state, { caller: () => caller, root: () => opts.root });
+  const callerNow = (): ToolCaller => {
+    const outer = activeHandlerContext(state);
+    if (outer === undefined) return caller;
+    return registryCaller({
+      registry: opts.registry,
+      ctx: nestedContext(outer, opts.owner),
+      notice: (text, params) => {
+        opts.logger.info({ source: 'notice', params }, text);
+        outer.peer?.log('info', noticeData(text, params), opts.owner);
+      },
+    });
+  };
+  installScriptApi(state, { caller: callerNow, root: () => opts.root });
   installProxyApi(state, { registry: opts.registry, owner: opts.owner, logger: opts.logger });
   installChilkat(state, { root: opts.root });
 }

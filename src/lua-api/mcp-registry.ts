@@ -16,6 +16,7 @@ import { callWithContext } from './context.js';
 import { completerRefs, luaCompleter } from './completions.js';
 import { templateVariables } from '../registry/uri-template.js';
 import { closeUpstreams } from './proxy.js';
+import { activeHandlerContext, nestedContext } from './nested-call.js';
 
 export interface RegistryBindingOptions {
   registry: Registry;
@@ -99,6 +100,23 @@ function describeFailure(err: unknown): string {
 
 export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions): void {
   const { registry, owner } = opts;
+
+  /**
+   * The context of a registry call made from Lua. Inside a handler it is the handler's caller
+   * (nested-call.ts), whatever table the code passes; elsewhere (a plugin's top level, a script)
+   * the given table describes the caller, and a session of ours keeps its view (LUA_API §2.1).
+   */
+  const contextFor = (call: HostCall, given: unknown): CallContext => {
+    const outer = activeHandlerContext(call.state);
+    if (outer !== undefined) return nestedContext(outer, owner);
+    const ctx = contextFromLua(given, registry, owner);
+    const view =
+      ctx.session_uuid === undefined || opts.sessionViews === undefined
+        ? null
+        : opts.sessionViews(ctx.session_uuid);
+    if (view !== null && view !== undefined) ctx.filter = view;
+    return ctx;
+  };
 
   const tool: HostFunctionSpec = {
     fn: (args, call) => {
@@ -256,13 +274,7 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
       fn: async (args, call: HostCall) => {
         const name = checkString(args, call, 1, 'call_tool');
         const params = optTable(args, call, 2, 'call_tool') ?? {};
-        const ctx = contextFromLua(args[2], registry, owner);
-        // The caller's session, when it is one of ours, keeps its view (LUA_API §2.1).
-        const view =
-          ctx.session_uuid === undefined || opts.sessionViews === undefined
-            ? null
-            : opts.sessionViews(ctx.session_uuid);
-        if (view !== null && view !== undefined) ctx.filter = view;
+        const ctx = contextFor(call, args[2]);
         try {
           const result = await registry.callTool(name, params, ctx, ctx.filter);
           if (result.isError) {
@@ -290,7 +302,8 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         const name = checkString(args, call, 1, 'get_prompt');
         const input = (optTable(args, call, 2, 'get_prompt') ?? {}) as Record<string, string>;
         try {
-          return await registry.getPrompt(name, input, { hub_id: registry.hubId, plugin: owner });
+          const ctx = contextFor(call, undefined);
+          return await registry.getPrompt(name, input, ctx, ctx.filter);
         } catch (err) {
           return new LuaMulti([undefined, describeFailure(err)]);
         }
@@ -324,9 +337,9 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
       async: true,
       fn: async (args, call) => {
         const uri = checkString(args, call, 1, 'read_resource');
-        const ctx = contextFromLua(args[1], registry, owner);
+        const ctx = contextFor(call, args[1]);
         try {
-          const result = await registry.readResource(uri, ctx);
+          const result = await registry.readResource(uri, ctx, ctx.filter);
           return result.contents.map((c) => ({
             uri: c.uri,
             text: c.text,
@@ -407,6 +420,11 @@ class LazySignalLimits implements CallLimits {
 
   get signal(): AbortSignal | undefined {
     return this.ctx.signal;
+  }
+
+  /** The handler's context, for calls made from inside it (nested-call.ts). */
+  get tag(): CallContext {
+    return this.ctx;
   }
 }
 

@@ -59,11 +59,13 @@ export function installTaskWaits(
         checkFunction(call, 1, 'spawn');
         const ref = call.ref(1);
         const rest = args.slice(1);
+        // A task spawned inside a handler's call still acts for that call's caller.
+        const tag = state.activeTag;
         const id = tracker.spawn(async () => {
           // Started after the current resume returns: never a resume nested inside a host call.
           await Promise.resolve();
           try {
-            const out = await state.call(ref, rest, spawnLimits());
+            const out = await state.call(ref, rest, { tag, ...spawnLimits() });
             return out[0];
           } finally {
             state.unref(ref);

@@ -64,6 +64,12 @@ export interface CallLimits {
   timeoutMs?: number;
   instructions?: number;
   signal?: AbortSignal;
+  /**
+   * What this call is for, opaque to the state: host functions read it back as
+   * `state.activeTag` while the call runs (a handler's call context, so a nested tool call made
+   * from Lua knows whose call it belongs to).
+   */
+  tag?: unknown;
 }
 
 export const DEFAULT_MEMORY_LIMIT = 64 * 1024 * 1024;
@@ -74,6 +80,7 @@ const MARK_POINTER = 1;
 
 interface RunningCall extends ActiveCall {
   pending: Map<number, Promise<unknown>>;
+  tag?: unknown;
 }
 
 let nextPendingId = 1;
@@ -449,6 +456,11 @@ export class LuaState {
     }
   }
 
+  /** The `tag` of the call whose code is running now (read it in a host function), if any. */
+  get activeTag(): unknown {
+    return (this.rt.active as RunningCall | undefined)?.tag;
+  }
+
   /** Compiles a chunk and returns a registry reference to the function. */
   load(source: string | Uint8Array, chunkname: string): number {
     this.assertOpen();
@@ -479,6 +491,7 @@ export class LuaState {
       thread,
       memoryOwner: this.rt.account(this.account),
       pending: new Map(),
+      tag: limits.tag,
     };
     this.running++;
     let timer: NodeJS.Timeout | undefined;

@@ -27,7 +27,7 @@ export function loadManifest(file: string): Manifest {
 }
 
 /** Settings whose change needs a restart; an edit of them is logged, not applied. */
-const RESTART_KEYS = ['hub_id', 'public_url', 'listen', 'plugins', 'auth'] as const;
+const RESTART_KEYS = ['hub_id', 'public_url', 'listen', 'plugins', 'auth', 'execute'] as const;
 
 export class ScopeSource {
   private current: ScopeConfig;

@@ -99,6 +99,27 @@ auth: { mode: oauth, oauth: { issuer: "https://id.example", jwks_uri: "https://i
     });
   }
 
+  it('turns the execute section into the built-in options, root relative to the file', () => {
+    const p = file(
+      'exec.yaml',
+      'execute: { timeout_ms: 500, max_concurrent_calls: 4, memory_bytes: 2097152, root: ws }',
+    );
+    assert.deepEqual(resolveSettings({ config: p }).execute, {
+      timeoutMs: 500,
+      maxConcurrentCalls: 4,
+      memoryBytes: 2097152,
+      root: join(dir, 'ws'),
+    });
+    assert.deepEqual(resolveSettings({ config: file('off.yaml', 'execute: false') }).execute, {
+      enabled: false,
+    });
+    assert.deepEqual(resolveSettings({}).execute, {});
+    assert.deepEqual(
+      resolveSettings({ config: file('ceil.yaml', 'execute: { max_timeout_ms: 2000 }') }).execute,
+      { maxTimeoutMs: 2000, timeoutMs: 2000 },
+    );
+  });
+
   it('says when the file cannot be read or is not JSON', () => {
     assert.throws(() => loadConfig(join(dir, 'missing.json')), /cannot read config file/);
     assert.throws(() => loadConfig(file('broken.json', '{"hub_id": ')), /is not valid JSON/);

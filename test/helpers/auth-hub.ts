@@ -99,6 +99,8 @@ export async function connectWithToken(
   url: string,
   era: Era,
   token: string | undefined,
+  /** Client capabilities to declare (elicitation, sampling, roots). */
+  capabilities: Record<string, object> = {},
 ): Promise<{ client: Client; events: ClientEvents }> {
   const events: ClientEvents = { tools: 0, prompts: 0, resources: 0 };
   const onChanged = (kind: keyof ClientEvents) => () => {
@@ -107,6 +109,7 @@ export async function connectWithToken(
   const client = new Client(
     { name: 'moonhub-auth-test', version: '1.0.0' },
     {
+      capabilities,
       versionNegotiation: { mode: era === 'modern' ? { pin: '2026-07-28' } : 'legacy' },
       listChanged: {
         tools: { onChanged: onChanged('tools'), autoRefresh: false, debounceMs: 0 },
@@ -130,6 +133,10 @@ export async function rawPost(
 ): Promise<{ status: number; headers: Headers; text: string }> {
   const params = (body.params ?? {}) as Record<string, unknown>;
   const modern = !('mcp-session-id' in headers) && body.method !== 'initialize';
+  // The CLI helpers block the event loop (spawnSync); a keep-alive socket the hub closed
+  // meanwhile (5 s idle) is only noticed once the loop polls again, so let it poll first rather
+  // than reuse a dead socket ("fetch failed" on a loaded machine).
+  await new Promise((r) => setImmediate(r));
   const res = await fetch(url, {
     method: 'POST',
     headers: {
