@@ -30,9 +30,11 @@ export async function profileEras(
   seconds: number,
   procs: Proc[],
   log: (line: string) => void,
+  only?: ReadonlySet<string>,
 ): Promise<EraProfile[]> {
   const out: EraProfile[] = [];
   for (const era of ['bare', 'modern', 'legacy', 'proxy'] as const) {
+    if (only !== undefined && !only.has(era)) continue;
     const dir = mkdtempSync(join(tmpdir(), `moonhub-bench-prof-${era}-`));
     const nodeArgs = ['--cpu-prof', '--cpu-prof-dir', dir];
     let upstream: Proc | undefined;
