@@ -263,8 +263,7 @@ export class UpstreamConnection {
    */
   private directFor(client: Client): DirectHttp | undefined {
     const transport = client.transport as
-      | (Transport & { sessionId?: string; protocolVersion?: string })
-      | undefined;
+      (Transport & { sessionId?: string; protocolVersion?: string }) | undefined;
     const era = client.getProtocolEra();
     const version = client.getNegotiatedProtocolVersion();
     if (
@@ -365,7 +364,10 @@ export class UpstreamConnection {
     const peer = extras.peer;
     const onProgress =
       extras.onProgress ??
-      (peer ? (p: { progress: number; total?: number; message?: string }) => void peer.progress(p.progress, p.total, p.message) : undefined);
+      (peer
+        ? (p: { progress: number; total?: number; message?: string }) =>
+            void peer.progress(p.progress, p.total, p.message)
+        : undefined);
     for (;;) {
       const client = await this.connect();
       const ac = new AbortController();
@@ -383,7 +385,11 @@ export class UpstreamConnection {
       try {
         return await run(client, options);
       } catch (err) {
-        if (ac.signal.aborted && ac.signal.reason instanceof UpstreamError && !extras.signal?.aborted)
+        if (
+          ac.signal.aborted &&
+          ac.signal.reason instanceof UpstreamError &&
+          !extras.signal?.aborted
+        )
           throw ac.signal.reason;
         retried = await this.recover(client, err, retried, extras.signal);
       } finally {

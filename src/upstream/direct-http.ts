@@ -521,17 +521,24 @@ function shapeProblem(method: DirectMethod, r: Record<string, unknown>): string 
     if (content !== undefined) {
       if (!Array.isArray(content)) return 'content is not an array';
       for (const c of content)
-        if (typeof c !== 'object' || c === null || typeof (c as { type?: unknown }).type !== 'string')
+        if (
+          typeof c !== 'object' ||
+          c === null ||
+          typeof (c as { type?: unknown }).type !== 'string'
+        )
           return 'a content item has no type';
     }
-    if (r.isError !== undefined && typeof r.isError !== 'boolean') return 'isError is not a boolean';
+    if (r.isError !== undefined && typeof r.isError !== 'boolean')
+      return 'isError is not a boolean';
     const sc = r.structuredContent;
     if (sc !== undefined && (typeof sc !== 'object' || sc === null || Array.isArray(sc)))
       return 'structuredContent is not an object';
     return undefined;
   }
   const list = method === 'prompts/get' ? r.messages : r.contents;
-  return Array.isArray(list) ? undefined : `${method === 'prompts/get' ? 'messages' : 'contents'} is not an array`;
+  return Array.isArray(list)
+    ? undefined
+    : `${method === 'prompts/get' ? 'messages' : 'contents'} is not an array`;
 }
 
 /** A keep-alive agent for one upstream's direct calls. */

@@ -80,11 +80,17 @@ function toolResult(r: Record<string, unknown>): ToolResult {
  * A tool with an output schema must return structured content that fits it (the check the SDK
  * client made on every result; compiled once per approved definition).
  */
-function checkStructured(tool: ImportedTool, upstreamName: string, r: Record<string, unknown>): void {
+function checkStructured(
+  tool: ImportedTool,
+  upstreamName: string,
+  r: Record<string, unknown>,
+): void {
   const schema = tool.approved.outputSchema;
   if (schema === undefined || r.isError === true) return;
   if (r.structuredContent === undefined)
-    throw new Error(`Tool ${upstreamName} has an output schema but did not return structured content`);
+    throw new Error(
+      `Tool ${upstreamName} has an output schema but did not return structured content`,
+    );
   if (tool.checkOutput === undefined) {
     try {
       tool.checkOutput = compileValidator(schema, `tool '${upstreamName}' output`);
