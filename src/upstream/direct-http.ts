@@ -85,10 +85,13 @@ export class DirectHttp {
   private readonly host: string;
   private readonly port: number;
   private readonly path: string;
-  /** 2025: one header set for all; 2026-07-28: one per method and name (Mcp-Method, Mcp-Name). */
-  private readonly legacyHeaders: OutgoingHttpHeaders | undefined;
-  private readonly modernHeaders = new Map<string, OutgoingHttpHeaders>();
-  private readonly base: OutgoingHttpHeaders;
+  /**
+   * Request headers as flat name/value pairs, which node:http takes without a setHeader pass:
+   * 2025, one set for all calls; 2026-07-28, one per method and name (Mcp-Method, Mcp-Name).
+   */
+  private readonly legacyHeaders: string[] | undefined;
+  private readonly modernHeaders = new Map<string, string[]>();
+  private readonly base: string[];
   /** Calls in flight, failed together when the connection is lost. */
   readonly live = new Set<DirectCall>();
   /** The `_meta` envelope after the progress token, as JSON without its opening brace. */
@@ -103,13 +106,14 @@ export class DirectHttp {
     this.host = url.hostname.replace(/^\[(.*)\]$/, '$1');
     this.port = Number(url.port) || (https ? 443 : 80);
     this.path = url.pathname + url.search;
-    const base: OutgoingHttpHeaders = {};
-    for (const [k, v] of Object.entries(session.headers)) base[k.toLowerCase()] = v;
-    base['content-type'] = 'application/json';
-    base.accept = 'application/json, text/event-stream';
-    base['mcp-protocol-version'] = session.protocolVersion;
+    const named: Record<string, string> = { host: url.host };
+    for (const [k, v] of Object.entries(session.headers)) named[k.toLowerCase()] = v;
+    named['content-type'] = 'application/json';
+    named.accept = 'application/json, text/event-stream';
+    named['mcp-protocol-version'] = session.protocolVersion;
     if (session.era === 'legacy' && session.sessionId !== undefined)
-      base['mcp-session-id'] = session.sessionId;
+      named['mcp-session-id'] = session.sessionId;
+    const base = Object.entries(named).flat();
     this.base = base;
     this.legacyHeaders = session.era === 'legacy' ? base : undefined;
     const envelope =
@@ -123,12 +127,12 @@ export class DirectHttp {
     this.metaTail = envelope === '{}' ? '}' : `,${envelope.slice(1)}`;
   }
 
-  private headersFor(method: DirectMethod, name: string): OutgoingHttpHeaders {
+  private headersFor(method: DirectMethod, name: string): string[] {
     if (this.legacyHeaders !== undefined) return this.legacyHeaders;
     const key = `${method}\n${name}`;
     let h = this.modernHeaders.get(key);
     if (h === undefined) {
-      h = { ...this.base, 'mcp-method': method, 'mcp-name': headerValue(name) };
+      h = this.base.concat('mcp-method', method, 'mcp-name', headerValue(name));
       // Bounded: an upstream's names are few, but resource URIs need not be.
       if (this.modernHeaders.size > 1000) this.modernHeaders.clear();
       this.modernHeaders.set(key, h);
@@ -154,7 +158,10 @@ export class DirectHttp {
         id,
         method,
         body,
-        this.headersFor(method, typeof name === 'string' ? name : ''),
+        this.headersFor(method, typeof name === 'string' ? name : '').concat(
+          'content-length',
+          String(Buffer.byteLength(body)),
+        ),
         opts,
         resolve,
         reject,
@@ -168,7 +175,7 @@ export class DirectHttp {
   }
 
   /** Opens one HTTP request to the upstream; the caller wires its events. */
-  open(method: 'POST' | 'GET', headers: OutgoingHttpHeaders): ClientRequest {
+  open(method: 'POST' | 'GET', headers: OutgoingHttpHeaders | string[]): ClientRequest {
     return this.send({
       agent: this.agent,
       host: this.host,
@@ -195,14 +202,17 @@ class DirectCall {
   private lastEventId: string | undefined;
   private retryMs = 1000;
   private failedResumes = 0;
-  private readonly onAbort = (): void => this.cancel(new UpstreamError('the call was cancelled'));
+  // A JSON answer being read.
+  text = '';
+  private status = 0;
+  private type = '';
 
   constructor(
     private readonly owner: DirectHttp,
     private readonly id: string,
     private readonly method: DirectMethod,
     private readonly body: string,
-    private readonly headers: OutgoingHttpHeaders,
+    private readonly headers: string[],
     private readonly opts: DirectOptions,
     private readonly resolve: (r: Record<string, unknown> | typeof INPUT_REQUIRED) => void,
     private readonly reject: (e: unknown) => void,
@@ -212,22 +222,28 @@ class DirectCall {
     const signal = this.opts.signal;
     if (signal !== undefined) {
       if (signal.aborted) return this.fail(new UpstreamError('the call was cancelled'));
-      signal.addEventListener('abort', this.onAbort, { once: true });
+      signal.addEventListener('abort', this, { once: true });
     }
     this.timer = setTimeout(onTimer, Math.min(this.opts.idleMs, this.opts.totalMs), this);
     this.owner.live.add(this);
     this.post();
   }
 
+  /** The caller's signal aborted (this object is its listener: no closure per call). */
+  handleEvent(): void {
+    this.cancel(new UpstreamError('the call was cancelled'));
+  }
+
   private post(): void {
-    const req = this.owner.open('POST', this.headers);
+    const req = this.owner.open('POST', this.headers) as Tagged<ClientRequest>;
+    req[CALL] = this;
     this.req = req;
-    req.on('response', (res) => this.onResponse(res));
-    req.on('error', (err) => this.onRequestError(req, err));
+    req.on('response', onPostResponse);
+    req.on('error', onPostError);
     req.end(this.body);
   }
 
-  private onRequestError(req: ClientRequest, err: Error): void {
+  onRequestError(req: ClientRequest, err: Error): void {
     if (this.done || req !== this.req) return;
     // A keep-alive socket the upstream closed as we wrote on it: the request never arrived.
     const code = (err as { code?: string }).code;
@@ -247,27 +263,31 @@ class DirectCall {
     this.lostStream(err.message);
   }
 
-  private onResponse(res: IncomingMessage): void {
-    if (this.done) return void res.resume();
+  onResponse(response: IncomingMessage): void {
+    if (this.done) return void response.resume();
+    const res = response as Tagged<IncomingMessage>;
+    res[CALL] = this;
     this.res = res;
     const status = res.statusCode ?? 0;
     const type = (res.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
+    this.status = status;
+    this.type = type;
     res.setEncoding('utf8');
+    res.on('error', onResponseError);
     if (status === 200 && type === 'text/event-stream') {
-      res.on('data', (chunk: string) => this.onEvents(chunk));
-      res.on('end', () => this.onStreamEnd());
-      res.on('error', (err) => this.lostStream(err.message));
-      res.on('aborted', () => this.lostStream('the response was cut off'));
+      res.on('data', onStreamData);
+      res.on('end', onStreamEnd);
+      res.on('aborted', onCutOff);
       return;
     }
-    let text = '';
-    res.on('data', (chunk: string) => (text += chunk));
-    res.on('error', (err) => this.lostStream(err.message));
-    res.on('end', () => {
-      if (!res.complete) return this.lostStream('the response was cut off');
-      if (status === 200 && type === 'application/json') return this.onJson(text);
-      this.onHttpError(status, res.statusMessage ?? '', type, text);
-    });
+    res.on('data', onBodyData);
+    res.on('end', onBodyEnd);
+  }
+
+  onBodyEnd(res: IncomingMessage): void {
+    if (!res.complete) return this.lostStream('the response was cut off');
+    if (this.status === 200 && this.type === 'application/json') return this.onJson(this.text);
+    this.onHttpError(this.status, res.statusMessage ?? '', this.type, this.text);
   }
 
   private onJson(text: string): void {
@@ -341,7 +361,7 @@ class DirectCall {
 
   // ---- the event stream ---------------------------------------------------------------------
 
-  private onEvents(chunk: string): void {
+  onEvents(chunk: string): void {
     if (this.done) return;
     this.buf += chunk;
     let start = 0;
@@ -396,7 +416,7 @@ class DirectCall {
     this.owner.session.deliver(msg);
   }
 
-  private onStreamEnd(): void {
+  onStreamEnd(): void {
     if (this.done) return;
     if (this.res?.complete === false) return this.lostStream('the response was cut off');
     // Ended without the answer: after an event id the stream can be resumed (SSE polling).
@@ -407,12 +427,13 @@ class DirectCall {
 
   resume(): void {
     if (this.done) return;
-    const headers: OutgoingHttpHeaders = {
-      ...this.headers,
-      accept: 'text/event-stream',
-      'last-event-id': this.lastEventId,
-    };
+    const headers: OutgoingHttpHeaders = {};
+    for (let i = 0; i < this.headers.length; i += 2)
+      headers[this.headers[i]!] = this.headers[i + 1];
     delete headers['content-type'];
+    delete headers['content-length'];
+    headers.accept = 'text/event-stream';
+    headers['last-event-id'] = this.lastEventId;
     const req = this.owner.open('GET', headers);
     this.req = req;
     this.res = undefined;
@@ -424,11 +445,12 @@ class DirectCall {
       this.failedResumes = 0;
       this.buf = '';
       this.data = '';
+      (res as Tagged<IncomingMessage>)[CALL] = this;
       this.res = res;
       res.setEncoding('utf8');
-      res.on('data', (chunk: string) => this.onEvents(chunk));
-      res.on('end', () => this.onStreamEnd());
-      res.on('error', (err) => this.lostStream(err.message));
+      res.on('data', onStreamData);
+      res.on('end', onStreamEnd);
+      res.on('error', onResponseError);
     });
     req.on('error', (err) => this.resumeFailed(err.message));
     req.end();
@@ -441,7 +463,7 @@ class DirectCall {
     setTimeout(resumeLater, this.retryMs * 2 ** this.failedResumes, this).unref();
   }
 
-  private lostStream(reason: string): void {
+  lostStream(reason: string): void {
     if (this.done) return;
     this.fail(new UpstreamError(`connection lost: ${reason}`));
     this.owner.session.networkFailed(new Error(reason));
@@ -498,8 +520,38 @@ class DirectCall {
     this.done = true;
     this.owner.live.delete(this);
     if (this.timer !== undefined) clearTimeout(this.timer);
-    this.opts.signal?.removeEventListener('abort', this.onAbort);
+    this.opts.signal?.removeEventListener('abort', this);
   }
+}
+
+// Listeners shared by all calls: an emitter calls them with itself as `this`, tagged with its call.
+const CALL = Symbol('moonhub direct call');
+type Tagged<T> = T & { [CALL]?: DirectCall };
+const callOf = (emitter: object): DirectCall => (emitter as Tagged<object>)[CALL]!;
+
+function onPostResponse(this: ClientRequest, res: IncomingMessage): void {
+  callOf(this).onResponse(res);
+}
+function onPostError(this: ClientRequest, err: Error): void {
+  callOf(this).onRequestError(this, err);
+}
+function onBodyData(this: IncomingMessage, chunk: string): void {
+  callOf(this).text += chunk;
+}
+function onBodyEnd(this: IncomingMessage): void {
+  callOf(this).onBodyEnd(this);
+}
+function onResponseError(this: IncomingMessage, err: Error): void {
+  callOf(this).lostStream(err.message);
+}
+function onStreamData(this: IncomingMessage, chunk: string): void {
+  callOf(this).onEvents(chunk);
+}
+function onStreamEnd(this: IncomingMessage): void {
+  callOf(this).onStreamEnd();
+}
+function onCutOff(this: IncomingMessage): void {
+  callOf(this).lostStream('the response was cut off');
 }
 
 function onTimer(call: DirectCall): void {
