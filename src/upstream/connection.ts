@@ -308,7 +308,8 @@ export class UpstreamConnection {
   private forget(client: Client): void {
     if (this.client === client) this.client = undefined;
     if (this.directClient === client) {
-      this.direct?.abortAll(new UpstreamError('the connection to the upstream was reset'));
+      // Not an UpstreamError: like the SDK client's closed-connection error, retried once.
+      this.direct?.abortAll(new Error('the connection to the upstream was closed'));
       this.direct = undefined;
       this.directClient = undefined;
     }

@@ -146,12 +146,13 @@ export class DirectHttp {
     params: Record<string, unknown>,
     opts: DirectOptions,
   ): Promise<Record<string, unknown> | typeof INPUT_REQUIRED> {
+    // Params are never empty here (a name or a uri), so `_meta` follows a comma.
     const id = `moonhub-${nextId++}`;
     const name = params[NAME_FIELD[method]];
     const body =
       `{"jsonrpc":"2.0","id":"${id}","method":"${method}","params":` +
       JSON.stringify(params).slice(0, -1) +
-      `${Object.keys(params).length > 0 ? ',' : ''}"_meta":{"progressToken":"${id}"${this.metaTail}}}`;
+      `,"_meta":{"progressToken":"${id}"${this.metaTail}}}`;
     return new Promise((resolve, reject) => {
       const call = new DirectCall(
         this,
