@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --profile] [-- --write-baseline]`: measures moonhub against the
+ * `npm run bench [-- --quick] [-- --profile [--only=bare,proxy]] [-- --write-baseline]`: measures moonhub against the
  * bare node:http ceiling and the official SDK in one run, prints the table, writes
  * bench/results/, and (with a recorded baseline) fails when one of our ratios fell more than
  * 25 % below it. See docs/performance.md for the method.
@@ -80,7 +80,7 @@ async function main(): Promise<number> {
   };
   try {
     if (f.profile) {
-      const profiles = await profileEras(8, procs, log);
+      const profiles = await profileEras(8, procs, log, f.only);
       writeFileSync(
         join(RESULTS, 'profile.json'),
         JSON.stringify({ date: new Date().toISOString(), machine: machine(), profiles }, null, 2) +

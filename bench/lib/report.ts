@@ -134,7 +134,8 @@ export type Baseline = Record<string, { rps: number; cpu: number }>;
 export function baselineOf(rows: RowResult[]): Baseline {
   const out: Baseline = {};
   for (const r of rows) {
-    if (r.na || !r.id.startsWith('hub') || r.kind !== 'throughput') continue;
+    // Our rows, each against its reference (execute against one plain call); not a reference itself.
+    if (r.na || r.id === r.ref || !(r.id.startsWith('hub') || r.id === 'execute')) continue;
     if (Number.isFinite(r.rpsRatio) && Number.isFinite(r.cpuRatio))
       out[r.id] = { rps: r.rpsRatio, cpu: r.cpuRatio };
   }

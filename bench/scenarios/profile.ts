@@ -30,9 +30,11 @@ export async function profileEras(
   seconds: number,
   procs: Proc[],
   log: (line: string) => void,
+  only?: ReadonlySet<string>,
 ): Promise<EraProfile[]> {
   const out: EraProfile[] = [];
   for (const era of ['bare', 'modern', 'legacy', 'proxy'] as const) {
+    if (only !== undefined && !only.has(era)) continue;
     const dir = mkdtempSync(join(tmpdir(), `moonhub-bench-prof-${era}-`));
     const nodeArgs = ['--cpu-prof', '--cpu-prof-dir', dir];
     let upstream: Proc | undefined;
@@ -65,7 +67,8 @@ export async function profileEras(
         : era === 'proxy'
           ? echoCall(hub.url, 'modern', undefined, 'up.echo')
           : echoCall(hub.url, era, era === 'legacy' ? await openSession(hub.url) : undefined);
-    await runWrk(s, { connections: 50, seconds: 2 });
+    // The proxy (hub and SDK upstream) needs ~5 s of load before its CPU per call settles.
+    await runWrk(s, { connections: 50, seconds: era === 'proxy' ? 6 : 2 });
     const from = performance.now() - t0;
     const sample = await runWrk(s, { connections: 50, seconds });
     const to = performance.now() - t0;

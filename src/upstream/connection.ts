@@ -4,12 +4,30 @@
  * server needs it), keeps timeouts on connecting, on silence and on whole calls, re-initializes
  * an expired session and retries the request once, and reconnects with backoff after the
  * upstream goes away (a stdio child is restarted the same way and killed on close).
+ * Proxied calls to a Streamable HTTP upstream take the direct path (`call`, direct-http.ts) on the
+ * session the SDK client negotiated; everything else goes through the SDK client.
  */
-import { Client, SdkHttpError } from '@modelcontextprotocol/client';
+import type { Agent } from 'node:http';
+import {
+  Client,
+  SdkHttpError,
+  StreamableHTTPClientTransport,
+  parseJSONRPCMessage,
+} from '@modelcontextprotocol/client';
 import type { FetchLike, JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
+import {
+  DirectHttp,
+  INPUT_REQUIRED,
+  directAgent,
+  type DirectMethod,
+  type ProgressSink,
+} from './direct-http.js';
 import { oauthProvider, type OAuthSettings } from './oauth.js';
 import { createTransport, upstreamKind, type UpstreamKind } from './transports.js';
 import type { UpstreamRelay } from './relay.js';
+import { UpstreamError } from './upstream-error.js';
+
+export { UpstreamError } from './upstream-error.js';
 
 export type UpstreamState = 'connecting' | 'connected' | 'disconnected' | 'closed';
 
@@ -57,20 +75,20 @@ export interface ConnectionOptions {
 export interface RequestExtras {
   signal?: AbortSignal;
   onProgress?: (p: { progress: number; total?: number; message?: string }) => void;
+  /** Hears the upstream's progress when `onProgress` is not given (a CallPeer fits). */
+  peer?: ProgressSink;
   timeoutMs?: number;
 }
 
-/** A failure talking to the upstream, with the HTTP status when there was one. */
-export class UpstreamError extends Error {
-  readonly status: number | undefined;
-  readonly code: number | string | undefined;
-  constructor(message: string, status?: number, code?: number | string) {
-    super(message);
-    this.name = 'UpstreamError';
-    this.status = status;
-    this.code = code;
-  }
-}
+/** How the SDK client makes each call the direct path makes (its fallback). */
+const SDK_CALLS: Record<
+  DirectMethod,
+  (c: Client, params: Record<string, unknown>, o: Record<string, unknown>) => Promise<unknown>
+> = {
+  'tools/call': (c, p, o) => c.callTool(p as { name: string }, o),
+  'prompts/get': (c, p, o) => c.getPrompt(p as { name: string }, o),
+  'resources/read': (c, p, o) => c.readResource(p as { uri: string }, o),
+};
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 export const DEFAULT_CALL_TIMEOUT_MS = 60_000;
@@ -84,6 +102,10 @@ export class UpstreamConnection {
   connects = 0;
   attempts = 0;
   private client: Client | undefined;
+  /** The direct path on the current client's session, when the upstream allows one. */
+  private direct: DirectHttp | undefined;
+  private directClient: Client | undefined;
+  private agent: Agent | undefined;
   private connecting: Promise<Client> | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private backoff: number;
@@ -167,6 +189,8 @@ export class UpstreamConnection {
         throw new UpstreamError('the upstream was closed while connecting');
       }
       this.client = client;
+      this.direct = this.directFor(client);
+      this.directClient = client;
       this.state = 'connected';
       this.lastError = undefined;
       this.connects++;
@@ -207,6 +231,7 @@ export class UpstreamConnection {
     this.opts.relay?.attach(client, caps);
     const headers = { ...this.headers };
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
+    this.openHeaders = headers;
     const transport: Transport = createTransport(this.url, this.useSse ? 'sse' : this.kind, {
       headers,
       env: this.opts.env,
@@ -229,9 +254,72 @@ export class UpstreamConnection {
     return client;
   }
 
+  /** The headers the last client was opened with (the direct path sends the same). */
+  private openHeaders: Record<string, string> = {};
+
+  /**
+   * The direct path for a fresh client: plain Streamable HTTP only (no custom fetch, OAuth or
+   * message recording, which the SDK transport handles).
+   */
+  private directFor(client: Client): DirectHttp | undefined {
+    const transport = client.transport as
+      (Transport & { sessionId?: string; protocolVersion?: string }) | undefined;
+    const era = client.getProtocolEra();
+    const version = client.getNegotiatedProtocolVersion();
+    if (
+      this.kind !== 'http' ||
+      this.useSse ||
+      this.opts.fetch !== undefined ||
+      this.oauth !== undefined ||
+      this.opts.onIncoming !== undefined ||
+      !(transport instanceof StreamableHTTPClientTransport) ||
+      era === undefined ||
+      version === undefined
+    )
+      return undefined;
+    const url = new URL(this.url);
+    this.agent ??= directAgent(url);
+    return new DirectHttp(
+      {
+        url,
+        era,
+        protocolVersion: transport.protocolVersion ?? version,
+        sessionId: transport.sessionId,
+        headers: this.openHeaders,
+        clientInfo: this.opts.clientInfo ?? { name: 'moonhub', version: '0.1.0' },
+        capabilities: this.opts.capabilities ?? {},
+        deliver: (message) => {
+          try {
+            transport.onmessage?.(parseJSONRPCMessage(message));
+          } catch (err) {
+            client.onerror?.(err as Error);
+          }
+        },
+        cancelled: (id, reason) =>
+          void client
+            .notification({ method: 'notifications/cancelled', params: { requestId: id, reason } })
+            .catch(() => undefined),
+        networkFailed: (err) => this.lost(client, describe(err, this.url).message),
+      },
+      this.agent,
+    );
+  }
+
+  private forget(client: Client): void {
+    if (this.client === client) this.client = undefined;
+    if (this.directClient === client) {
+      // Not an UpstreamError: like the SDK client's closed-connection error, retried once.
+      this.direct?.abortAll(new Error('the connection to the upstream was closed'));
+      this.direct = undefined;
+      this.directClient = undefined;
+    }
+  }
+
   private lost(client: Client, reason: string): void {
     if (this.client !== client) return;
-    this.client = undefined;
+    if (this.directClient === client)
+      this.direct?.abortAll(new UpstreamError(`connection lost: ${reason}`));
+    this.forget(client);
     for (const ac of this.inFlight) ac.abort(new UpstreamError(`connection lost: ${reason}`));
     this.inFlight.clear();
     client.onclose = undefined;
@@ -274,6 +362,13 @@ export class UpstreamConnection {
   ): Promise<T> {
     const total = extras.timeoutMs ?? this.opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     let retried = false;
+    const peer = extras.peer;
+    const onProgress =
+      extras.onProgress ??
+      (peer
+        ? (p: { progress: number; total?: number; message?: string }) =>
+            void peer.progress(p.progress, p.total, p.message)
+        : undefined);
     for (;;) {
       const client = await this.connect();
       const ac = new AbortController();
@@ -287,27 +382,17 @@ export class UpstreamConnection {
         resetTimeoutOnProgress: true,
         signal: ac.signal,
       };
-      if (extras.onProgress) options.onprogress = extras.onProgress;
+      if (onProgress) options.onprogress = onProgress;
       try {
         return await run(client, options);
       } catch (err) {
-        if (extras.signal?.aborted) throw new UpstreamError('the call was cancelled');
-        if (ac.signal.aborted && ac.signal.reason instanceof UpstreamError) throw ac.signal.reason;
-        const status = statusOf(err);
-        // A 400 means an unknown session only when there was one (some servers send 400, not 404).
-        const hadSession = Boolean((client.transport as { sessionId?: string })?.sessionId);
-        const expired = status === 404 || (status === 400 && hadSession);
-        const auth =
-          (await this.completeAuth(err)) ||
-          ((status === 401 || status === 403) && (await this.reauthorize(status)));
-        const dropped = this.client !== client;
-        if (!retried && (expired || auth || (dropped && isConnectionError(err)))) {
-          retried = true;
-          await this.drop(client);
-          continue;
-        }
-        if (expired || dropped) await this.drop(client);
-        throw describe(err, this.url);
+        if (
+          ac.signal.aborted &&
+          ac.signal.reason instanceof UpstreamError &&
+          !extras.signal?.aborted
+        )
+          throw ac.signal.reason;
+        retried = await this.recover(client, err, retried, extras.signal);
       } finally {
         this.inFlight.delete(ac);
         extras.signal?.removeEventListener('abort', onAbort);
@@ -315,9 +400,79 @@ export class UpstreamConnection {
     }
   }
 
+  /**
+   * A proxied `tools/call`, `prompts/get` or `resources/read`: over the direct path when this
+   * upstream has one (and `direct` allows it), else through the SDK client. Same retries and
+   * errors as `request`; resolves with the upstream's raw result.
+   */
+  async call(
+    method: DirectMethod,
+    params: Record<string, unknown>,
+    extras: RequestExtras,
+    direct = true,
+  ): Promise<Record<string, unknown>> {
+    const total = extras.timeoutMs ?? this.opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    let retried = false;
+    for (;;) {
+      const client =
+        this.state === 'connected' && this.client !== undefined
+          ? this.client
+          : await this.connect();
+      const http = direct && this.directClient === client ? this.direct : undefined;
+      if (http === undefined) break;
+      let result: Record<string, unknown> | typeof INPUT_REQUIRED;
+      try {
+        result = await http.call(method, params, {
+          signal: extras.signal,
+          peer: extras.peer,
+          idleMs: Math.min(this.opts.idleTimeoutMs ?? total, total),
+          totalMs: total,
+        });
+      } catch (err) {
+        retried = await this.recover(client, err, retried, extras.signal);
+        continue;
+      }
+      // 2026-07-28 input rounds (sampling, elicitation) are the SDK client's to drive.
+      if (result === INPUT_REQUIRED) break;
+      return result;
+    }
+    return (await this.request((c, o) => SDK_CALLS[method](c, params, o), extras)) as Record<
+      string,
+      unknown
+    >;
+  }
+
+  /**
+   * After a failed attempt: true to try once more (an expired session re-initialized, new
+   * credentials, a dropped connection re-made), else throws the error in words.
+   */
+  private async recover(
+    client: Client,
+    err: unknown,
+    retried: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<true> {
+    if (signal?.aborted) throw new UpstreamError('the call was cancelled');
+    if (err instanceof UpstreamError) throw err;
+    const status = statusOf(err);
+    // A 400 means an unknown session only when there was one (some servers send 400, not 404).
+    const hadSession = Boolean((client.transport as { sessionId?: string })?.sessionId);
+    const expired = status === 404 || (status === 400 && hadSession);
+    const auth =
+      (await this.completeAuth(err)) ||
+      ((status === 401 || status === 403) && (await this.reauthorize(status)));
+    const dropped = this.client !== client;
+    if (!retried && (expired || auth || (dropped && isConnectionError(err)))) {
+      await this.drop(client);
+      return true;
+    }
+    if (expired || dropped) await this.drop(client);
+    throw describe(err, this.url);
+  }
+
   /** Forgets a client whose session is gone, without scheduling a background retry. */
   private async drop(client: Client): Promise<void> {
-    if (this.client === client) this.client = undefined;
+    this.forget(client);
     if (this.state === 'connected') this.state = 'disconnected';
     client.onclose = undefined;
     await client.close().catch(() => undefined);
@@ -329,7 +484,9 @@ export class UpstreamConnection {
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
     const client = this.client;
-    this.client = undefined;
+    if (client) this.forget(client);
+    this.agent?.destroy();
+    this.agent = undefined;
     if (!client) return;
     client.onclose = undefined;
     const transport = client.transport as { terminateSession?: () => Promise<void> } | undefined;

@@ -16,6 +16,7 @@ import type {
   ToolInfo,
   ToolResult,
 } from '../registry/types.js';
+import { compileValidator, type ArgumentValidator } from '../registry/schema.js';
 import { UpstreamConnection, type ConnectionOptions } from './connection.js';
 import { UpstreamRelay } from './relay.js';
 
@@ -75,6 +76,33 @@ function toolResult(r: Record<string, unknown>): ToolResult {
   return out;
 }
 
+/**
+ * A tool with an output schema must return structured content that fits it (the check the SDK
+ * client made on every result; compiled once per approved definition).
+ */
+function checkStructured(
+  tool: ImportedTool,
+  upstreamName: string,
+  r: Record<string, unknown>,
+): void {
+  const schema = tool.approved.outputSchema;
+  if (schema === undefined || r.isError === true) return;
+  if (r.structuredContent === undefined)
+    throw new Error(
+      `Tool ${upstreamName} has an output schema but did not return structured content`,
+    );
+  if (tool.checkOutput === undefined) {
+    try {
+      tool.checkOutput = compileValidator(schema, `tool '${upstreamName}' output`);
+    } catch {
+      tool.checkOutput = null; // The SDK skips a schema it cannot compile; so does this.
+    }
+  }
+  const problem = tool.checkOutput?.(r.structuredContent);
+  if (problem !== undefined)
+    throw new Error(`Structured content does not match the tool's output schema: ${problem}`);
+}
+
 /** Glob over upstream names: `*` any run, `?` one character. */
 export function globMatch(glob: string, name: string): boolean {
   const re = glob
@@ -115,6 +143,13 @@ function canonical(v: unknown): string {
 
 interface ImportedTool {
   upstream: string;
+  /**
+   * False for a tool with `x-mcp-header` parameters (SEP-2243): the SDK client mirrors those
+   * into headers, so its calls go through the SDK.
+   */
+  direct: boolean;
+  /** The approved output schema's validator, compiled at the first call that needs it. */
+  checkOutput?: ArgumentValidator | null;
   /** Set by a refresh: accept whatever definition the next import finds. */
   reapprove?: boolean;
   approvedHash: string;
@@ -270,7 +305,12 @@ export class UpstreamProxy {
         const known = this.tools.get(name);
         let shown = info;
         if (!known || known.reapprove) {
-          this.tools.set(name, { upstream: t.name, approvedHash: hash, approved: info });
+          this.tools.set(name, {
+            upstream: t.name,
+            direct: !JSON.stringify(t.inputSchema ?? {}).includes('"x-mcp-header"'),
+            approvedHash: hash,
+            approved: info,
+          });
         } else if (known.approvedHash !== hash) {
           if (!known.changed || known.changed.currentHash !== hash) {
             known.changed = {
@@ -290,7 +330,11 @@ export class UpstreamProxy {
           }
           // A pinned tool keeps showing what was approved, never the changed text.
           if (this.opts.pin) shown = known.approved;
-          else known.approved = info;
+          else {
+            known.approved = info;
+            known.checkOutput = undefined;
+            known.direct = !JSON.stringify(t.inputSchema ?? {}).includes('"x-mcp-header"');
+          }
         } else {
           known.changed = undefined;
         }
@@ -386,7 +430,8 @@ export class UpstreamProxy {
     args: Record<string, unknown>,
     ctx: CallContext,
   ): Promise<ToolResult> {
-    const changed = this.tools.get(name)?.changed;
+    const tool = this.tools.get(name);
+    const changed = tool?.changed;
     if (changed?.refused) {
       return {
         isError: true,
@@ -403,25 +448,24 @@ export class UpstreamProxy {
       const replaced = await this.opts.transformArguments(name, args, ctx);
       if (replaced) input = replaced;
     }
-    const untrack = this.relay.track(ctx.peer);
+    // The context carries what the call needs: the caller's signal and its peer (progress).
+    const tracked = this.relay.track(ctx.peer);
     try {
-      const result = await this.connection.request(
-        (c, o) => c.callTool({ name: upstreamName, arguments: input }, o),
-        {
-          signal: ctx.signal,
-          onProgress: ctx.peer
-            ? (p) => void ctx.peer?.progress(p.progress, p.total, p.message)
-            : undefined,
-        },
+      const result = await this.connection.call(
+        'tools/call',
+        { name: upstreamName, arguments: input },
+        ctx,
+        tool?.direct !== false,
       );
-      return toolResult(result as Record<string, unknown>);
+      if (tool !== undefined) checkStructured(tool, upstreamName, result);
+      return toolResult(result);
     } catch (err) {
       return {
         isError: true,
         content: [{ type: 'text', text: `upstream ${this.url} failed: ${(err as Error).message}` }],
       };
     } finally {
-      untrack();
+      this.relay.untrack(tracked);
     }
   }
 
@@ -430,29 +474,28 @@ export class UpstreamProxy {
     args: Record<string, string>,
     ctx: CallContext,
   ): Promise<PromptResult> {
-    const untrack = this.relay.track(ctx.peer);
+    const tracked = this.relay.track(ctx.peer);
     try {
-      const r = await this.connection.request(
-        (c, o) => c.getPrompt({ name: upstreamName, arguments: args }, o),
+      const r = await this.connection.call(
+        'prompts/get',
+        { name: upstreamName, arguments: args },
         { signal: ctx.signal },
       );
       const out: PromptResult = { messages: r.messages as PromptResult['messages'] };
-      if (r.description !== undefined) out.description = r.description;
+      if (typeof r.description === 'string') out.description = r.description;
       return out;
     } finally {
-      untrack();
+      this.relay.untrack(tracked);
     }
   }
 
   private async readResource(uri: string, ctx: CallContext): Promise<ResourceReadResult> {
-    const untrack = this.relay.track(ctx.peer);
+    const tracked = this.relay.track(ctx.peer);
     try {
-      const r = await this.connection.request((c, o) => c.readResource({ uri }, o), {
-        signal: ctx.signal,
-      });
+      const r = await this.connection.call('resources/read', { uri }, { signal: ctx.signal });
       return { contents: r.contents as ResourceReadResult['contents'] };
     } finally {
-      untrack();
+      this.relay.untrack(tracked);
     }
   }
 

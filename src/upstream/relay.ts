@@ -29,12 +29,16 @@ export class UpstreamRelay {
     this.onLog = onLog;
   }
 
-  /** Marks a call in flight for `peer`; the returned function ends it. */
-  track(peer: CallPeer | undefined): () => void {
-    if (!peer) return () => undefined;
+  /** Marks a call in flight for `peer`; `untrack` with what it returns ends it. */
+  track(peer: CallPeer | undefined): object | undefined {
+    if (!peer) return undefined;
     const entry = { peer };
     this.active.add(entry);
-    return () => this.active.delete(entry);
+    return entry;
+  }
+
+  untrack(entry: object | undefined): void {
+    if (entry !== undefined) this.active.delete(entry as Active);
   }
 
   private pick(capability?: string): CallPeer | undefined {

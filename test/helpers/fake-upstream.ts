@@ -6,7 +6,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type FakeMode = 'ok' | 'hang' | '500' | 'garbage';
+/**
+ * `poll`: tools/call answers with an event stream that carries only an event id and ends; the
+ * answer comes on the GET that resumes it (`Last-Event-ID`), as in 2025-11-25 SSE polling.
+ */
+export type FakeMode = 'ok' | 'hang' | '500' | 'garbage' | 'poll';
 
 export interface FakeUpstream {
   url: string;
@@ -22,6 +26,8 @@ export interface FakeUpstream {
   /** Forgets every session, as a restarted server would. */
   forgetSessions: () => void;
   requests: string[];
+  /** TCP connections accepted so far. */
+  connections: number;
   close: () => Promise<void>;
 }
 
@@ -30,10 +36,13 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     mode: 'ok',
     hangAll: false,
     requests: [],
+    connections: 0,
     unknownSessionStatus: 404,
   } as unknown as FakeUpstream;
   const sessions = new Set<string>();
   let nextSession = 1;
+  /** poll mode: the tools/call waiting for its GET. */
+  let polled: unknown;
   fake.forgetSessions = () => sessions.clear();
   const server = createServer((req, res) => {
     let body = '';
@@ -42,6 +51,13 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       if (fake.hangAll) return;
       if (fake.token && req.headers.authorization !== `Bearer ${fake.token}`) {
         res.writeHead(401, { 'www-authenticate': 'Bearer' }).end();
+        return;
+      }
+      if (req.method === 'GET' && req.headers['last-event-id'] !== undefined) {
+        fake.requests.push(`GET last-event-id=${String(req.headers['last-event-id'])}`);
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const result = { content: [{ type: 'text', text: 'worked after polling' }] };
+        res.end(`id: ev-2\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: polled, result })}\n\n`);
         return;
       }
       if (req.method !== 'POST') {
@@ -87,6 +103,12 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
           });
         case 'tools/call':
           if (fake.mode === 'hang') return;
+          if (fake.mode === 'poll') {
+            polled = msg.id;
+            res.writeHead(200, { 'content-type': 'text/event-stream' });
+            res.end('id: ev-1\nretry: 50\ndata: \n\n');
+            return;
+          }
           if (fake.mode === '500') {
             res.writeHead(500, { 'content-type': 'text/plain' }).end('internal failure');
             return;
@@ -108,6 +130,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       }
     });
   });
+  server.on('connection', () => fake.connections++);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   fake.server = server;
   fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;

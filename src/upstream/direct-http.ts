@@ -1,0 +1,602 @@
+/**
+ * The hot path of a proxied call to a Streamable HTTP upstream: `tools/call`, `prompts/get` and
+ * `resources/read` sent as raw JSON-RPC over a keep-alive node:http(s) Agent, on the session the
+ * SDK client negotiated. The SDK client over `fetch` cost ~1.9 ms of hub CPU a call (undici, web
+ * streams, AbortSignal chains, a zod pass over a result the hub passes on as it is); this costs a
+ * fraction of that. The answer may be JSON or an event stream: progress for this request is
+ * relayed, a stream that ends cleanly after an event id is resumed with a GET (SSE polling), and
+ * every other message on the stream (log messages, sampling/elicitation requests) is handed to
+ * the SDK client as if its own transport had read it. A 2026-07-28 `input_required` answer comes
+ * back as INPUT_REQUIRED: the caller runs that call through the SDK, which drives the rounds.
+ */
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
+  PROTOCOL_VERSION_META_KEY,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+} from '@modelcontextprotocol/client';
+import { UpstreamError } from './upstream-error.js';
+
+export type DirectMethod = 'tools/call' | 'prompts/get' | 'resources/read';
+
+/** Returned when a 2026-07-28 upstream wants input first: run the call through the SDK. */
+export const INPUT_REQUIRED: unique symbol = Symbol('input_required');
+
+/** What the SDK client negotiated, which the direct path speaks on. */
+export interface DirectSession {
+  url: URL;
+  era: 'modern' | 'legacy';
+  protocolVersion: string;
+  sessionId: string | undefined;
+  /** The connection's own headers (custom ones, Authorization), as the SDK sends them. */
+  headers: Record<string, string>;
+  clientInfo: unknown;
+  capabilities: Record<string, unknown>;
+  /** Hands a message of the upstream that is not this request's to the SDK client. */
+  deliver(message: unknown): void;
+  /** 2025 eras: tells the upstream a request was cancelled (notifications/cancelled). */
+  cancelled(id: string, reason: string): void;
+  /** The upstream went away under a call (refused, reset): the connection is lost. */
+  networkFailed(err: unknown): void;
+}
+
+/** Who hears of this request's progress (a CallPeer fits). */
+export interface ProgressSink {
+  progress(progress: number, total?: number, message?: string): unknown;
+}
+
+export interface DirectOptions {
+  signal: AbortSignal | undefined;
+  peer: ProgressSink | undefined;
+  /** Longest silence (reset by progress) and longest total time, ms. */
+  idleMs: number;
+  totalMs: number;
+}
+
+const NAME_FIELD: Record<DirectMethod, string> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+};
+
+/** `Mcp-Name` as the SDK encodes it: printable ASCII as is, anything else as sentinel base64. */
+function headerValue(s: string): string {
+  let plain = s.length > 0 && s === s.trim() && !(s.startsWith('=?base64?') && s.endsWith('?='));
+  for (let i = 0; plain && i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c !== 9 && (c < 32 || c > 126)) plain = false;
+  }
+  return plain ? s : `=?base64?${Buffer.from(s, 'utf8').toString('base64')}?=`;
+}
+
+let nextId = 1;
+
+/** One connected session's direct path; made anew for every SDK client (session). */
+export class DirectHttp {
+  readonly session: DirectSession;
+  private readonly agent: HttpAgent;
+  private readonly send: typeof httpRequest;
+  private readonly host: string;
+  private readonly port: number;
+  private readonly path: string;
+  /**
+   * Request headers as flat name/value pairs, which node:http takes without a setHeader pass:
+   * 2025, one set for all calls; 2026-07-28, one per method and name (Mcp-Method, Mcp-Name).
+   */
+  private readonly legacyHeaders: string[] | undefined;
+  private readonly modernHeaders = new Map<string, string[]>();
+  private readonly base: string[];
+  /** Calls in flight, failed together when the connection is lost. */
+  readonly live = new Set<DirectCall>();
+  /** The `_meta` envelope after the progress token, as JSON without its opening brace. */
+  private readonly metaTail: string;
+
+  constructor(session: DirectSession, agent: HttpAgent) {
+    this.session = session;
+    this.agent = agent;
+    const url = session.url;
+    const https = url.protocol === 'https:';
+    this.send = https ? (httpsRequest as unknown as typeof httpRequest) : httpRequest;
+    this.host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    this.port = Number(url.port) || (https ? 443 : 80);
+    this.path = url.pathname + url.search;
+    const named: Record<string, string> = { host: url.host };
+    for (const [k, v] of Object.entries(session.headers)) named[k.toLowerCase()] = v;
+    named['content-type'] = 'application/json';
+    named.accept = 'application/json, text/event-stream';
+    named['mcp-protocol-version'] = session.protocolVersion;
+    if (session.era === 'legacy' && session.sessionId !== undefined)
+      named['mcp-session-id'] = session.sessionId;
+    const base = Object.entries(named).flat();
+    this.base = base;
+    this.legacyHeaders = session.era === 'legacy' ? base : undefined;
+    const envelope =
+      session.era === 'modern'
+        ? JSON.stringify({
+            [PROTOCOL_VERSION_META_KEY]: session.protocolVersion,
+            [CLIENT_INFO_META_KEY]: session.clientInfo,
+            [CLIENT_CAPABILITIES_META_KEY]: session.capabilities,
+          })
+        : '{}';
+    this.metaTail = envelope === '{}' ? '}' : `,${envelope.slice(1)}`;
+  }
+
+  private headersFor(method: DirectMethod, name: string): string[] {
+    if (this.legacyHeaders !== undefined) return this.legacyHeaders;
+    const key = `${method}\n${name}`;
+    let h = this.modernHeaders.get(key);
+    if (h === undefined) {
+      h = this.base.concat('mcp-method', method, 'mcp-name', headerValue(name));
+      // Bounded: an upstream's names are few, but resource URIs need not be.
+      if (this.modernHeaders.size > 1000) this.modernHeaders.clear();
+      this.modernHeaders.set(key, h);
+    }
+    return h;
+  }
+
+  /** Sends one request; resolves with its raw result (or INPUT_REQUIRED), rejects as the SDK would. */
+  call(
+    method: DirectMethod,
+    params: Record<string, unknown>,
+    opts: DirectOptions,
+  ): Promise<Record<string, unknown> | typeof INPUT_REQUIRED> {
+    // Params are never empty here (a name or a uri), so `_meta` follows a comma.
+    const id = `moonhub-${nextId++}`;
+    const name = params[NAME_FIELD[method]];
+    const body =
+      `{"jsonrpc":"2.0","id":"${id}","method":"${method}","params":` +
+      JSON.stringify(params).slice(0, -1) +
+      `,"_meta":{"progressToken":"${id}"${this.metaTail}}}`;
+    return new Promise((resolve, reject) => {
+      const call = new DirectCall(
+        this,
+        id,
+        method,
+        body,
+        this.headersFor(method, typeof name === 'string' ? name : '').concat(
+          'content-length',
+          String(Buffer.byteLength(body)),
+        ),
+        opts,
+        resolve,
+        reject,
+      );
+      call.start();
+    });
+  }
+
+  abortAll(reason: Error): void {
+    for (const call of this.live) call.abort(reason);
+  }
+
+  /** Opens one HTTP request to the upstream; the caller wires its events. */
+  open(method: 'POST' | 'GET', headers: OutgoingHttpHeaders | string[]): ClientRequest {
+    return this.send({
+      agent: this.agent,
+      host: this.host,
+      port: this.port,
+      path: this.path,
+      method,
+      headers,
+    });
+  }
+}
+
+/** One request in flight on the direct path. */
+class DirectCall {
+  private req: ClientRequest | undefined;
+  private res: IncomingMessage | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly started = Date.now();
+  private done = false;
+  /** Retried once on a fresh socket when a reused keep-alive socket was found closed. */
+  private resent = false;
+  // The event stream being read.
+  private buf = '';
+  private data = '';
+  private lastEventId: string | undefined;
+  private retryMs = 1000;
+  private failedResumes = 0;
+  // A JSON answer being read.
+  text = '';
+  private status = 0;
+  private type = '';
+
+  constructor(
+    private readonly owner: DirectHttp,
+    private readonly id: string,
+    private readonly method: DirectMethod,
+    private readonly body: string,
+    private readonly headers: string[],
+    private readonly opts: DirectOptions,
+    private readonly resolve: (r: Record<string, unknown> | typeof INPUT_REQUIRED) => void,
+    private readonly reject: (e: unknown) => void,
+  ) {}
+
+  start(): void {
+    const signal = this.opts.signal;
+    if (signal !== undefined) {
+      if (signal.aborted) return this.fail(new UpstreamError('the call was cancelled'));
+      signal.addEventListener('abort', this, { once: true });
+    }
+    this.timer = setTimeout(onTimer, Math.min(this.opts.idleMs, this.opts.totalMs), this);
+    this.owner.live.add(this);
+    this.post();
+  }
+
+  /** The caller's signal aborted (this object is its listener: no closure per call). */
+  handleEvent(): void {
+    this.cancel(new UpstreamError('the call was cancelled'));
+  }
+
+  private post(): void {
+    const req = this.owner.open('POST', this.headers) as Tagged<ClientRequest>;
+    req[CALL] = this;
+    this.req = req;
+    req.on('response', onPostResponse);
+    req.on('error', onPostError);
+    req.end(this.body);
+  }
+
+  onRequestError(req: ClientRequest, err: Error): void {
+    if (this.done || req !== this.req) return;
+    // A keep-alive socket the upstream closed as we wrote on it: the request never arrived.
+    const code = (err as { code?: string }).code;
+    if (
+      req.reusedSocket &&
+      !this.resent &&
+      this.res === undefined &&
+      (code === 'ECONNRESET' || code === 'EPIPE')
+    ) {
+      this.resent = true;
+      return this.post();
+    }
+    if (this.res === undefined) {
+      this.fail(err);
+      return this.owner.session.networkFailed(err);
+    }
+    this.lostStream(err.message);
+  }
+
+  onResponse(response: IncomingMessage): void {
+    if (this.done) return void response.resume();
+    const res = response as Tagged<IncomingMessage>;
+    res[CALL] = this;
+    this.res = res;
+    const status = res.statusCode ?? 0;
+    const type = (res.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
+    this.status = status;
+    this.type = type;
+    res.setEncoding('utf8');
+    res.on('error', onResponseError);
+    if (status === 200 && type === 'text/event-stream') {
+      res.on('data', onStreamData);
+      res.on('end', onStreamEnd);
+      res.on('aborted', onCutOff);
+      return;
+    }
+    res.on('data', onBodyData);
+    res.on('end', onBodyEnd);
+  }
+
+  onBodyEnd(res: IncomingMessage): void {
+    if (!res.complete) return this.lostStream('the response was cut off');
+    if (this.status === 200 && this.type === 'application/json') return this.onJson(this.text);
+    this.onHttpError(this.status, res.statusMessage ?? '', this.type, this.text);
+  }
+
+  private onJson(text: string): void {
+    let msg: unknown;
+    try {
+      msg = JSON.parse(text);
+    } catch (err) {
+      return this.fail(err);
+    }
+    const m = msg as { id?: unknown };
+    if (Array.isArray(msg) || typeof msg !== 'object' || msg === null || m.id !== this.id) {
+      return this.fail(
+        new SdkError(
+          SdkErrorCode.InvalidResult,
+          `Invalid response to ${this.method}: not the answer to this request`,
+        ),
+      );
+    }
+    this.onAnswer(msg as Record<string, unknown>);
+  }
+
+  private onHttpError(status: number, statusText: string, type: string, text: string): void {
+    // 2026-07-28: a 400 carrying this request's JSON-RPC error is that error (as the SDK reads it).
+    if (status === 400 && type === 'application/json' && this.owner.session.era === 'modern') {
+      try {
+        const m = JSON.parse(text) as Record<string, unknown>;
+        if (m.id === this.id && m.error !== undefined) return this.onAnswer(m);
+      } catch {
+        // Not JSON: the status is the error.
+      }
+    }
+    if (status === 202) text = `Unexpected content type: ${type}`;
+    this.fail(
+      new SdkHttpError(
+        SdkErrorCode.ClientHttpNotImplemented,
+        `Error POSTing to endpoint: ${text || statusText}`,
+        { status, statusText, text },
+      ),
+    );
+  }
+
+  private onAnswer(msg: Record<string, unknown>): void {
+    const error = msg.error as { code?: unknown; message?: unknown; data?: unknown } | undefined;
+    if (error !== undefined) {
+      return this.fail(
+        ProtocolError.fromError(
+          typeof error.code === 'number' ? error.code : -32603,
+          String(error.message ?? 'error'),
+          error.data,
+        ),
+      );
+    }
+    const result = msg.result as Record<string, unknown> | undefined;
+    if (typeof result !== 'object' || result === null || Array.isArray(result))
+      return this.fail(invalid(this.method, 'not an object'));
+    if (this.owner.session.era === 'modern') {
+      const kind = result.resultType;
+      if (kind === 'input_required') return this.finish(INPUT_REQUIRED);
+      if (kind !== 'complete')
+        return this.fail(
+          invalid(
+            this.method,
+            kind === undefined ? 'missing required resultType' : `result type ${String(kind)}`,
+          ),
+        );
+    }
+    const problem = shapeProblem(this.method, result);
+    if (problem !== undefined) return this.fail(invalid(this.method, problem));
+    this.finish(result);
+  }
+
+  // ---- the event stream ---------------------------------------------------------------------
+
+  onEvents(chunk: string): void {
+    if (this.done) return;
+    this.buf += chunk;
+    let start = 0;
+    for (;;) {
+      const nl = this.buf.indexOf('\n', start);
+      if (nl < 0) break;
+      let line = this.buf.slice(start, nl);
+      start = nl + 1;
+      if (line.endsWith('\r')) line = line.slice(0, -1);
+      if (line === '') {
+        this.onEvent();
+        if (this.done) return;
+        continue;
+      }
+      const colon = line.indexOf(':');
+      if (colon === 0) continue;
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? '' : line.slice(colon + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (field === 'data') this.data += this.data === '' ? value : `\n${value}`;
+      else if (field === 'id') this.lastEventId = value;
+      else if (field === 'retry' && /^\d+$/.test(value)) this.retryMs = Number(value);
+    }
+    this.buf = this.buf.slice(start);
+  }
+
+  private onEvent(): void {
+    const data = this.data;
+    this.data = '';
+    if (data === '') return;
+    let msg: Record<string, unknown>;
+    try {
+      msg = JSON.parse(data) as Record<string, unknown>;
+    } catch {
+      return; // The SDK reports such an event and reads on; so does this.
+    }
+    if (msg.id === this.id && ('result' in msg || 'error' in msg)) return this.onAnswer(msg);
+    if (msg.method === 'notifications/progress') {
+      const p = msg.params as Record<string, unknown> | undefined;
+      if (p?.progressToken === this.id) {
+        this.alive();
+        if (this.done) return;
+        if (typeof p.progress === 'number')
+          this.opts.peer?.progress(
+            p.progress,
+            typeof p.total === 'number' ? p.total : undefined,
+            typeof p.message === 'string' ? p.message : undefined,
+          );
+        return;
+      }
+    }
+    this.owner.session.deliver(msg);
+  }
+
+  onStreamEnd(): void {
+    if (this.done) return;
+    if (this.res?.complete === false) return this.lostStream('the response was cut off');
+    // Ended without the answer: after an event id the stream can be resumed (SSE polling).
+    if (this.lastEventId === undefined || this.owner.session.era === 'modern')
+      return this.lostStream('the upstream ended the stream without answering');
+    setTimeout(resumeLater, this.retryMs, this).unref();
+  }
+
+  resume(): void {
+    if (this.done) return;
+    const headers: OutgoingHttpHeaders = {};
+    for (let i = 0; i < this.headers.length; i += 2)
+      headers[this.headers[i]!] = this.headers[i + 1];
+    delete headers['content-type'];
+    delete headers['content-length'];
+    headers.accept = 'text/event-stream';
+    headers['last-event-id'] = this.lastEventId;
+    const req = this.owner.open('GET', headers);
+    this.req = req;
+    this.res = undefined;
+    req.on('response', (res) => {
+      if (res.statusCode !== 200) {
+        res.resume();
+        return this.resumeFailed(`HTTP ${res.statusCode} resuming the stream`);
+      }
+      this.failedResumes = 0;
+      this.buf = '';
+      this.data = '';
+      (res as Tagged<IncomingMessage>)[CALL] = this;
+      this.res = res;
+      res.setEncoding('utf8');
+      res.on('data', onStreamData);
+      res.on('end', onStreamEnd);
+      res.on('error', onResponseError);
+    });
+    req.on('error', (err) => this.resumeFailed(err.message));
+    req.end();
+  }
+
+  private resumeFailed(reason: string): void {
+    if (this.done) return;
+    // As the SDK's transport is configured here: two reconnection attempts, then give up.
+    if (++this.failedResumes > 2) return this.lostStream(reason);
+    setTimeout(resumeLater, this.retryMs * 2 ** this.failedResumes, this).unref();
+  }
+
+  lostStream(reason: string): void {
+    if (this.done) return;
+    this.fail(new UpstreamError(`connection lost: ${reason}`));
+    this.owner.session.networkFailed(new Error(reason));
+  }
+
+  // ---- ending -------------------------------------------------------------------------------
+
+  timedOut(): void {
+    this.cancel(
+      new UpstreamError(
+        `timed out waiting for ${this.owner.session.url.href}: Request timed out`,
+        undefined,
+        SdkErrorCode.RequestTimeout,
+      ),
+    );
+  }
+
+  /** Progress keeps a call alive: the idle timer starts again, never past the total limit. */
+  private alive(): void {
+    const left = this.opts.totalMs - (Date.now() - this.started);
+    if (left <= 0) return this.timedOut();
+    if (left < this.opts.idleMs) {
+      clearTimeout(this.timer);
+      this.timer = setTimeout(onTimer, left, this);
+    } else this.timer?.refresh();
+  }
+
+  /** Cancellation or timeout: the upstream is told (2025: a notification; 2026: the stream closes). */
+  cancel(reason: UpstreamError): void {
+    if (this.done) return;
+    if (this.owner.session.era === 'legacy') this.owner.session.cancelled(this.id, reason.message);
+    this.fail(reason);
+  }
+
+  abort(reason: Error): void {
+    if (!this.done) this.fail(reason);
+  }
+
+  private finish(result: Record<string, unknown> | typeof INPUT_REQUIRED): void {
+    this.cleanup();
+    this.resolve(result);
+    // Drain what is left so the keep-alive socket goes back to the pool.
+    this.res?.resume();
+  }
+
+  private fail(err: unknown): void {
+    this.cleanup();
+    this.reject(err);
+    // Unfinished, the request's socket closes (in 2026-07-28 that is how a call is cancelled).
+    if (this.res === undefined || !this.res.complete) this.req?.destroy();
+  }
+
+  private cleanup(): void {
+    this.done = true;
+    this.owner.live.delete(this);
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.opts.signal?.removeEventListener('abort', this);
+  }
+}
+
+// Listeners shared by all calls: an emitter calls them with itself as `this`, tagged with its call.
+const CALL = Symbol('moonhub direct call');
+type Tagged<T> = T & { [CALL]?: DirectCall };
+const callOf = (emitter: object): DirectCall => (emitter as Tagged<object>)[CALL]!;
+
+function onPostResponse(this: ClientRequest, res: IncomingMessage): void {
+  callOf(this).onResponse(res);
+}
+function onPostError(this: ClientRequest, err: Error): void {
+  callOf(this).onRequestError(this, err);
+}
+function onBodyData(this: IncomingMessage, chunk: string): void {
+  callOf(this).text += chunk;
+}
+function onBodyEnd(this: IncomingMessage): void {
+  callOf(this).onBodyEnd(this);
+}
+function onResponseError(this: IncomingMessage, err: Error): void {
+  callOf(this).lostStream(err.message);
+}
+function onStreamData(this: IncomingMessage, chunk: string): void {
+  callOf(this).onEvents(chunk);
+}
+function onStreamEnd(this: IncomingMessage): void {
+  callOf(this).onStreamEnd();
+}
+function onCutOff(this: IncomingMessage): void {
+  callOf(this).lostStream('the response was cut off');
+}
+
+function onTimer(call: DirectCall): void {
+  call.timedOut();
+}
+
+function resumeLater(call: DirectCall): void {
+  call.resume();
+}
+
+function invalid(method: string, problem: string): SdkError {
+  return new SdkError(SdkErrorCode.InvalidResult, `Invalid result for ${method}: ${problem}`);
+}
+
+/** The cheap checks the hub needs before passing a result on (no full schema pass). */
+function shapeProblem(method: DirectMethod, r: Record<string, unknown>): string | undefined {
+  if (method === 'tools/call') {
+    const content = r.content;
+    if (content !== undefined) {
+      if (!Array.isArray(content)) return 'content is not an array';
+      for (const c of content)
+        if (
+          typeof c !== 'object' ||
+          c === null ||
+          typeof (c as { type?: unknown }).type !== 'string'
+        )
+          return 'a content item has no type';
+    }
+    if (r.isError !== undefined && typeof r.isError !== 'boolean')
+      return 'isError is not a boolean';
+    const sc = r.structuredContent;
+    if (sc !== undefined && (typeof sc !== 'object' || sc === null || Array.isArray(sc)))
+      return 'structuredContent is not an object';
+    return undefined;
+  }
+  const list = method === 'prompts/get' ? r.messages : r.contents;
+  return Array.isArray(list)
+    ? undefined
+    : `${method === 'prompts/get' ? 'messages' : 'contents'} is not an array`;
+}
+
+/** A keep-alive agent for one upstream's direct calls. */
+export function directAgent(url: URL): HttpAgent {
+  return url.protocol === 'https:'
+    ? (new HttpsAgent({ keepAlive: true }) as unknown as HttpAgent)
+    : new HttpAgent({ keepAlive: true });
+}
