@@ -6,8 +6,15 @@
  * machine clients without interaction. When a person is needed, the error says where to go.
  * Tokens are kept in memory for the connection's life.
  */
-import { ClientCredentialsProvider, PrivateKeyJwtProvider } from '@modelcontextprotocol/client';
-import type { OAuthClientProvider } from '@modelcontextprotocol/client';
+import {
+  ClientCredentialsProvider,
+  IssuerMismatchError,
+  PrivateKeyJwtProvider,
+  auth,
+  discoverAuthorizationServerMetadata,
+  discoverOAuthProtectedResourceMetadata,
+} from '@modelcontextprotocol/client';
+import type { FetchLike, OAuthClientProvider } from '@modelcontextprotocol/client';
 
 export interface OAuthSettings {
   /** `authorization_code` (default, headless) or `client_credentials` (machine to machine). */
@@ -78,6 +85,9 @@ export class HeadlessOAuthProvider implements OAuthClientProvider {
 
   saveTokens(tokens: NonNullable<Tokens>): void {
     this.stored = tokens;
+    // The discovery state binds one authorization to its server (SEP-2352); the next one starts
+    // from a fresh discovery, so a resource that moved to another authorization server is seen.
+    this.discovery = undefined;
   }
 
   saveCodeVerifier(verifier: string): void {
@@ -97,6 +107,40 @@ export class HeadlessOAuthProvider implements OAuthClientProvider {
     return this.discovery;
   }
 
+  /**
+   * The 2025-03-26 revision has no protected resource metadata: the authorization server is the
+   * MCP server's origin, its metadata at that origin's RFC 8414 well-known URL, with /authorize,
+   * /token and /register as defaults. The SDK checks the metadata's issuer against that origin
+   * (RFC 8414 §3.3); servers of that revision named their authorization server with a path on
+   * the same origin (e.g. `https://host/oauth`), which the revision gave the client no other way
+   * to learn. So, only when the resource has no protected resource metadata (neither in its 401
+   * nor at the well-known URLs) and the metadata came from the MCP server's own origin, an
+   * issuer on that same origin is accepted and kept as the discovery state of this one
+   * authorization. Any other mismatch still fails the connection.
+   */
+  async adoptLegacyServer(
+    err: IssuerMismatchError,
+    serverUrl: string,
+    resourceMetadataUrl: URL | undefined,
+    fetchFn: FetchLike,
+  ): Promise<boolean> {
+    const origin = new URL('/', serverUrl).href;
+    if (err.kind !== 'metadata' || err.expected !== origin || resourceMetadataUrl) return false;
+    if (!sameOrigin(err.received, origin)) return false;
+    const prm = await discoverOAuthProtectedResourceMetadata(serverUrl, {}, fetchFn).then(
+      () => true,
+      () => false,
+    );
+    if (prm) return false;
+    const metadata = await discoverAuthorizationServerMetadata(origin, {
+      fetchFn,
+      skipIssuerValidation: true,
+    });
+    if (!metadata || !sameOrigin(metadata.issuer, origin)) return false;
+    this.discovery = { authorizationServerUrl: origin, authorizationServerMetadata: metadata };
+    return true;
+  }
+
   async redirectToAuthorization(url: URL): Promise<void> {
     const res = await fetch(url, { redirect: 'manual' });
     const location = res.headers.get('location');
@@ -109,6 +153,36 @@ export class HeadlessOAuthProvider implements OAuthClientProvider {
     }
     this.pendingCallback = params;
   }
+}
+
+type UpstreamProvider = OAuthClientProvider & { pendingCallback?: URLSearchParams };
+
+/**
+ * Carries an OAuth flow on after `client.connect` failed inside it: hands the code of a headless
+ * authorization to the transport, or first adopts a 2025-03-26 authorization server (below).
+ * True when the connection should be opened again.
+ */
+export async function continueAuth(
+  provider: UpstreamProvider,
+  err: unknown,
+  serverUrl: string,
+  transport: unknown,
+  fetchFn?: FetchLike,
+): Promise<boolean> {
+  const t = transport as {
+    finishAuth?: (p: URLSearchParams) => Promise<void>;
+    _resourceMetadataUrl?: URL;
+  };
+  if (provider instanceof HeadlessOAuthProvider && err instanceof IssuerMismatchError) {
+    const f = fetchFn ?? fetch;
+    if (!(await provider.adoptLegacyServer(err, serverUrl, t._resourceMetadataUrl, f))) return false;
+    if ((await auth(provider, { serverUrl, fetchFn: f })) === 'AUTHORIZED') return true;
+  } else if ((err as Error)?.name !== 'UnauthorizedError') return false;
+  const callback = provider.pendingCallback;
+  if (!callback) return false;
+  provider.pendingCallback = undefined;
+  await t.finishAuth?.(callback);
+  return true;
 }
 
 /** The provider for the settings: headless authorization code, or a client_credentials grant. */
@@ -131,4 +205,12 @@ export function oauthProvider(settings: OAuthSettings): OAuthClientProvider & {
     clientSecret: settings.clientSecret,
     scope: settings.scope,
   });
+}
+
+function sameOrigin(url: string | undefined, origin: string): boolean {
+  try {
+    return url !== undefined && new URL(url).origin === new URL(origin).origin;
+  } catch {
+    return false;
+  }
 }
