@@ -8,17 +8,33 @@
  */
 import {
   ClientCredentialsProvider,
+  CrossAppAccessProvider,
+  DpopSession,
   IssuerMismatchError,
   PrivateKeyJwtProvider,
   auth,
   discoverAuthorizationServerMetadata,
   discoverOAuthProtectedResourceMetadata,
+  requestJwtAuthorizationGrant,
 } from '@modelcontextprotocol/client';
 import type { FetchLike, OAuthClientProvider } from '@modelcontextprotocol/client';
 
 export interface OAuthSettings {
-  /** `authorization_code` (default, headless) or `client_credentials` (machine to machine). */
-  grant?: 'authorization_code' | 'client_credentials';
+  /**
+   * `authorization_code` (default, headless), `client_credentials` (machine to machine),
+   * `jwt_bearer` (a workload's JWT as the grant, RFC 7523) or `cross_app_access` (an enterprise
+   * IdP's ID token exchanged for an ID-JAG, then a JWT bearer grant; SEP-990).
+   */
+  grant?: 'authorization_code' | 'client_credentials' | 'jwt_bearer' | 'cross_app_access';
+  /** jwt_bearer: the JWT presented as the grant. */
+  assertion?: string;
+  /** cross_app_access: the IdP's token endpoint, the hub's client there, and the user's ID token. */
+  idpTokenEndpoint?: string;
+  idpClientId?: string;
+  idpClientSecret?: string;
+  idToken?: string;
+  /** Sender-constrained tokens (DPoP, RFC 9449), authorization_code grant. */
+  dpop?: boolean;
   clientId?: string;
   clientSecret?: string;
   /** For client_credentials with a signed JWT (private_key_jwt) instead of a secret. */
@@ -42,11 +58,17 @@ export class HeadlessOAuthProvider implements OAuthClientProvider {
   /** The redirect's query (code, state, iss) waiting for `finishAuth`. */
   pendingCallback: URLSearchParams | undefined;
   readonly clientMetadataUrl: string | undefined;
+  /** Present only with `dpop`: the SDK binds tokens to this key when the method exists. */
+  dpop?: () => Promise<DpopSession>;
   private readonly settings: OAuthSettings;
 
   constructor(settings: OAuthSettings) {
     this.settings = settings;
     this.clientMetadataUrl = settings.clientMetadataUrl;
+    if (settings.dpop) {
+      let session: Promise<DpopSession> | undefined;
+      this.dpop = () => (session ??= DpopSession.create());
+    }
     if (settings.clientId) {
       this.info = {
         client_id: settings.clientId,
@@ -175,7 +197,8 @@ export async function continueAuth(
   };
   if (provider instanceof HeadlessOAuthProvider && err instanceof IssuerMismatchError) {
     const f = fetchFn ?? fetch;
-    if (!(await provider.adoptLegacyServer(err, serverUrl, t._resourceMetadataUrl, f))) return false;
+    if (!(await provider.adoptLegacyServer(err, serverUrl, t._resourceMetadataUrl, f)))
+      return false;
     if ((await auth(provider, { serverUrl, fetchFn: f })) === 'AUTHORIZED') return true;
   } else if ((err as Error)?.name !== 'UnauthorizedError') return false;
   const callback = provider.pendingCallback;
@@ -186,11 +209,15 @@ export async function continueAuth(
 }
 
 /** The provider for the settings: headless authorization code, or a client_credentials grant. */
-export function oauthProvider(settings: OAuthSettings): OAuthClientProvider & {
-  pendingCallback?: URLSearchParams;
-} {
-  if (settings.grant !== 'client_credentials') return new HeadlessOAuthProvider(settings);
-  if (!settings.clientId) throw new Error('oauth client_credentials needs client_id');
+export function oauthProvider(settings: OAuthSettings): UpstreamProvider {
+  const grant = settings.grant ?? 'authorization_code';
+  if (grant === 'authorization_code') return new HeadlessOAuthProvider(settings);
+  if (!settings.clientId) throw new Error(`oauth ${grant} needs client_id`);
+  if (grant === 'jwt_bearer') {
+    if (!settings.assertion) throw new Error('oauth jwt_bearer needs assertion');
+    return new JwtBearerProvider(settings.clientId, settings.assertion, settings.scope);
+  }
+  if (grant === 'cross_app_access') return crossAppAccess(settings, settings.clientId);
   if (settings.privateKeyPem)
     return new PrivateKeyJwtProvider({
       clientId: settings.clientId,
@@ -205,6 +232,83 @@ export function oauthProvider(settings: OAuthSettings): OAuthClientProvider & {
     clientSecret: settings.clientSecret,
     scope: settings.scope,
   });
+}
+
+/** SEP-990: the IdP's ID token becomes an ID-JAG for the upstream's authorization server. */
+function crossAppAccess(settings: OAuthSettings, clientId: string): OAuthClientProvider {
+  const { idpTokenEndpoint, idpClientId, idToken, clientSecret } = settings;
+  if (!idpTokenEndpoint || !idpClientId || !idToken || !clientSecret)
+    throw new Error(
+      'oauth cross_app_access needs idp_token_endpoint, idp_client_id, id_token and client_secret',
+    );
+  return new CrossAppAccessProvider({
+    clientId,
+    clientSecret,
+    assertion: async (ctx) =>
+      (
+        await requestJwtAuthorizationGrant({
+          tokenEndpoint: idpTokenEndpoint,
+          audience: ctx.authorizationServerUrl,
+          resource: ctx.resourceUrl,
+          idToken,
+          clientId: idpClientId,
+          clientSecret: settings.idpClientSecret,
+          scope: ctx.scope,
+          fetchFn: ctx.fetchFn,
+        })
+      ).jwtAuthGrant,
+  });
+}
+
+const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+
+/**
+ * RFC 7523 §2.1: a JWT the workload already holds (workload identity federation, SEP-1933) is
+ * the grant itself; the client is public (`none`). A refused grant is not retried another way.
+ */
+class JwtBearerProvider implements OAuthClientProvider {
+  private stored: Tokens;
+  private readonly info: NonNullable<ClientInfo>;
+  constructor(
+    clientId: string,
+    private readonly assertion: string,
+    private readonly scope: string | undefined,
+  ) {
+    this.info = { client_id: clientId } as NonNullable<ClientInfo>;
+  }
+  get redirectUrl(): undefined {
+    return undefined;
+  }
+  get clientMetadata(): Provider['clientMetadata'] {
+    return {
+      client_name: 'moonhub',
+      redirect_uris: [],
+      grant_types: [JWT_BEARER],
+      token_endpoint_auth_method: 'none',
+    } as Provider['clientMetadata'];
+  }
+  clientInformation(): ClientInfo {
+    return this.info;
+  }
+  tokens(): Tokens {
+    return this.stored;
+  }
+  saveTokens(tokens: NonNullable<Tokens>): void {
+    this.stored = tokens;
+  }
+  redirectToAuthorization(): void {
+    throw new Error('the jwt_bearer grant has no authorization step');
+  }
+  saveCodeVerifier(): void {}
+  codeVerifier(): string {
+    throw new Error('the jwt_bearer grant has no code verifier');
+  }
+  prepareTokenRequest(scope?: string): URLSearchParams {
+    const params = new URLSearchParams({ grant_type: JWT_BEARER, assertion: this.assertion });
+    const s = scope ?? this.scope;
+    if (s) params.set('scope', s);
+    return params;
+  }
 }
 
 function sameOrigin(url: string | undefined, origin: string): boolean {

@@ -30,13 +30,29 @@ const agent: CallPeer = {
   },
 };
 
-/** The proxy's `oauth` option as Lua source: the scenario's credentials, if it gave any. */
+/**
+ * The proxy's `oauth` option as Lua source: the scenario's credentials, if it gave any, and the
+ * grant an operator would configure for that kind of upstream (the scenario's name says which).
+ */
 function luaOauth(): string {
   const fields: string[] = [];
+  const set = (key: string, value: unknown) => {
+    if (typeof value === 'string') fields.push(`${key} = ${JSON.stringify(value)}`);
+  };
   for (const key of ['client_id', 'client_secret', 'private_key_pem', 'signing_algorithm'])
-    if (typeof context[key] === 'string') fields.push(`${key} = ${JSON.stringify(context[key])}`);
-  // The operator's choice for a machine client; the suite's scenario names it.
+    set(key, context[key]);
   if (scenario.includes('client-credentials')) fields.push('grant = "client_credentials"');
+  if (scenario.startsWith('auth/wif-')) {
+    fields.push('grant = "jwt_bearer"');
+    set('assertion', context.valid_jwt);
+  }
+  if (typeof context.idp_id_token === 'string') {
+    fields.push('grant = "cross_app_access"');
+    set('idp_token_endpoint', context.idp_token_endpoint);
+    set('idp_client_id', context.idp_client_id);
+    set('id_token', context.idp_id_token);
+  }
+  if (scenario.startsWith('auth/dpop')) fields.push('dpop = true');
   if (!context.client_id)
     fields.push('client_metadata_url = "https://conformance-test.local/client-metadata.json"');
   return `{ ${fields.join(', ')} }`;
