@@ -10,14 +10,16 @@
 # scenario fails. No expected-failure lists. Node 22 and the suites are shared with
 # scripts/conformance.sh (.cache/conformance/, installed once by scripts/conformance-env.sh).
 # Env: CONFORMANCE_CLIENT_RUNS="stable alpha alpha-2026" (a subset),
-#      CONFORMANCE_CLIENT_SCENARIOS="name ..." (only these), CONFORMANCE_CLIENT_JOBS=2 (in parallel).
+#      CONFORMANCE_CLIENT_SCENARIOS="name ..." (only these), CONFORMANCE_CLIENT_JOBS=2 (in parallel),
+#      CONFORMANCE_CLIENT_NO_BUILD=1 (dist/ is current).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD"
 source scripts/conformance-env.sh
 
-npm run build >/dev/null
+# Built already when called from the test suite (rebuilding there would rewrite dist/ under it).
+[ -n "${CONFORMANCE_CLIENT_NO_BUILD:-}" ] || npm run build >/dev/null
 driver="node $root/dist/test/conformance/client-driver.js"
 out_root="$cache/client"
 jobs="${CONFORMANCE_CLIENT_JOBS:-2}"
