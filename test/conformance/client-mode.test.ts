@@ -30,7 +30,7 @@ describe(
           ...process.env,
           CONFORMANCE_CLIENT_RUNS: 'stable alpha',
           CONFORMANCE_CLIENT_SCENARIOS: scenarios,
-        CONFORMANCE_CLIENT_NO_BUILD: '1',
+          CONFORMANCE_CLIENT_NO_BUILD: '1',
         },
         timeout: 300_000,
         maxBuffer: 64 * 1024 * 1024,
