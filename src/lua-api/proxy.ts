@@ -134,10 +134,19 @@ export function installProxyApi(state: LuaState, opts: ProxyBindingOptions): voi
     if (oauth === true || (typeof oauth === 'object' && oauth !== null && !Array.isArray(oauth))) {
       const o = (oauth === true ? {} : oauth) as Record<string, unknown>;
       const grant = optStr(o, 'grant');
-      if (grant !== undefined && grant !== 'authorization_code' && grant !== 'client_credentials')
-        throw bad('oauth.grant', "'authorization_code' or 'client_credentials'", grant);
+      const grants = ['authorization_code', 'client_credentials', 'jwt_bearer', 'cross_app_access'];
+      if (grant !== undefined && !grants.includes(grant))
+        throw bad('oauth.grant', grants.map((g) => `'${g}'`).join(', '), grant);
+      if (o.dpop !== undefined && typeof o.dpop !== 'boolean')
+        throw bad('oauth.dpop', 'a boolean', o.dpop);
       proxyOpts.oauth = {
-        grant,
+        grant: grant as NonNullable<ProxyOptions['oauth']>['grant'],
+        assertion: optStr(o, 'assertion'),
+        idpTokenEndpoint: optStr(o, 'idp_token_endpoint'),
+        idpClientId: optStr(o, 'idp_client_id'),
+        idpClientSecret: optStr(o, 'idp_client_secret'),
+        idToken: optStr(o, 'id_token'),
+        dpop: o.dpop === true,
         privateKeyPem: optStr(o, 'private_key_pem'),
         signingAlgorithm: optStr(o, 'signing_algorithm'),
         clientId: optStr(o, 'client_id'),

@@ -22,7 +22,7 @@ import {
   type DirectMethod,
   type ProgressSink,
 } from './direct-http.js';
-import { oauthProvider, type OAuthSettings } from './oauth.js';
+import { continueAuth, oauthProvider, type OAuthSettings } from './oauth.js';
 import { createTransport, upstreamKind, type UpstreamKind } from './transports.js';
 import type { UpstreamRelay } from './relay.js';
 import { UpstreamError } from './upstream-error.js';
@@ -131,12 +131,8 @@ export class UpstreamConnection {
 
   /** After the SDK ran the OAuth flow up to the redirect: hands it the code; false if none. */
   private async completeAuth(err: unknown): Promise<boolean> {
-    const callback = this.oauth?.pendingCallback;
-    if (!callback || (err as Error)?.name !== 'UnauthorizedError') return false;
-    this.oauth!.pendingCallback = undefined;
-    const transport = this.lastTransport as { finishAuth?: (p: URLSearchParams) => Promise<void> };
-    await transport?.finishAuth?.(callback);
-    return true;
+    if (!this.oauth) return false;
+    return continueAuth(this.oauth, err, this.url, this.lastTransport, this.opts.fetch);
   }
 
   get sdkClient(): Client | undefined {

