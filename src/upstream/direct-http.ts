@@ -23,6 +23,12 @@ import {
 } from '@modelcontextprotocol/client';
 import { UpstreamError } from './upstream-error.js';
 
+/**
+ * 2026-07-28 sends log messages only to requests that name a level. The hub asks for all of
+ * them: the relay hands each to the calling agent's peer, which applies the agent's own level.
+ */
+const LOG_LEVEL_META_KEY = 'io.modelcontextprotocol/logLevel';
+
 export type DirectMethod = 'tools/call' | 'prompts/get' | 'resources/read';
 
 /** Returned when a 2026-07-28 upstream wants input first: run the call through the SDK. */
@@ -122,6 +128,7 @@ export class DirectHttp {
             [PROTOCOL_VERSION_META_KEY]: session.protocolVersion,
             [CLIENT_INFO_META_KEY]: session.clientInfo,
             [CLIENT_CAPABILITIES_META_KEY]: session.capabilities,
+            [LOG_LEVEL_META_KEY]: 'debug',
           })
         : '{}';
     this.metaTail = envelope === '{}' ? '}' : `,${envelope.slice(1)}`;
