@@ -118,6 +118,15 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
     return ctx;
   };
 
+  /** Runs the Lua handler behind `ref` for one request: its input, the caller's context, limits. */
+  const invoke = async (
+    ref: number,
+    timeoutMs: number | undefined,
+    input: unknown,
+    ctx: CallContext,
+  ): Promise<unknown> =>
+    (await callWithContext(state, ref, [input], ctx, limitsFor(timeoutMs, ctx)))[0];
+
   const tool: HostFunctionSpec = {
     fn: (args, call) => {
       const name = checkString(args, call, 1, 'tool');
@@ -145,16 +154,7 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
           icons: Array.isArray(schema.icons) ? schema.icons : undefined,
           timeoutMs,
           requiredCapabilities: requiredCapabilities(schema.requires),
-          handler: async (input, ctx) => {
-            const [value] = await callWithContext(
-              state,
-              ref,
-              [input],
-              ctx,
-              limitsFor(timeoutMs, ctx),
-            );
-            return toToolResult(value);
-          },
+          handler: async (input, ctx) => toToolResult(await invoke(ref, timeoutMs, input, ctx)),
         });
       } catch (err) {
         state.unref(ref);
@@ -198,16 +198,8 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         icons: Array.isArray(schema.icons) ? schema.icons : undefined,
         arguments: promptArgs,
         complete: luaCompleter(state, completers, timeoutMs),
-        handler: async (input, ctx) => {
-          const [value] = await callWithContext(
-            state,
-            ref,
-            [input],
-            ctx,
-            limitsFor(timeoutMs, ctx),
-          );
-          return toPromptResult(value, name);
-        },
+        handler: async (input, ctx) =>
+          toPromptResult(await invoke(ref, timeoutMs, input, ctx), name),
       });
       return undefined;
     },
@@ -232,16 +224,13 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         mimeType,
         icons: Array.isArray(schema.icons) ? schema.icons : undefined,
         complete: luaCompleter(state, completers, timeoutMs),
-        handler: async (readUri, params, ctx) => {
-          const [value] = await callWithContext(
-            state,
-            ref,
-            [params],
-            ctx,
-            limitsFor(timeoutMs, ctx),
-          );
-          return { contents: toResourceContents(value, readUri, mimeType) };
-        },
+        handler: async (readUri, params, ctx) => ({
+          contents: toResourceContents(
+            await invoke(ref, timeoutMs, params, ctx),
+            readUri,
+            mimeType,
+          ),
+        }),
       });
       return undefined;
     },
