@@ -112,21 +112,26 @@ export function createTransport(
   return recording(inner, settings);
 }
 
-/** Wraps a transport so every incoming message is seen before the client handles it. */
+/**
+ * Wraps a transport so every incoming message is seen before the client handles it, and so
+ * responses keep their place behind the notifications sent before them: the SDK client hands a
+ * notification to its handler a microtask later but settles a response at once, so a progress
+ * notification arriving just ahead of its call's result found its handler already gone.
+ */
 function recording(inner: Transport, settings: TransportSettings): Transport {
   const onIncoming = settings.onIncoming;
   const onSpawn = settings.onSpawn;
-  if (!onIncoming && !onSpawn) return inner;
   return new Proxy(inner, {
     set(target, prop, value: unknown) {
-      if (prop === 'onmessage' && typeof value === 'function' && onIncoming) {
+      if (prop === 'onmessage' && typeof value === 'function') {
         const handler = value as (m: JSONRPCMessage, extra?: unknown) => void;
         (target as unknown as Record<string, unknown>).onmessage = (
           m: JSONRPCMessage,
           extra?: unknown,
         ) => {
-          onIncoming(m);
-          handler(m, extra);
+          onIncoming?.(m);
+          if ('method' in m) handler(m, extra);
+          else queueMicrotask(() => handler(m, extra));
         };
         return true;
       }
