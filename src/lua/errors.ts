@@ -1,6 +1,8 @@
 /** Errors raised by the Lua runtime, each naming what went wrong. */
 
-export type LuaLimit = 'timeout' | 'instructions' | 'memory';
+import type { LuaLimit } from '../errors.js';
+
+export type { LuaLimit };
 
 /** A Lua error (runtime or syntax), with the message Lua produced (`file:line: text`). */
 export class LuaError extends Error {

@@ -3,14 +3,9 @@
  * JSON-RPC errors; Lua bindings turn them into Lua errors or `nil, err` returns.
  */
 
-export type RegistryErrorCode =
-  | 'unknown_tool'
-  | 'unknown_prompt'
-  | 'unknown_resource'
-  | 'invalid_arguments'
-  | 'invalid_definition'
-  | 'batch_mismatch'
-  | 'not_implemented';
+import type { RegistryErrorCode } from '../errors.js';
+
+export type { RegistryErrorCode };
 
 export class RegistryError extends Error {
   readonly code: RegistryErrorCode;

@@ -36,6 +36,12 @@ interface ToolSlot {
   validate: ArgumentValidator;
 }
 
+/** A tool resolved for one call: its entry (owner, schema, handler) and its listed info. */
+export interface ResolvedTool {
+  readonly entry: ToolEntry;
+  readonly info: ToolInfo;
+}
+
 /** What an owner had registered, kept to put back if its reload fails. */
 export interface OwnerSnapshot {
   tools: ToolSlot[];
@@ -208,24 +214,44 @@ export class Registry {
   }
 
   /**
+   * The tool `name` as the caller's view sees it, resolved once for a call: undefined when it
+   * does not exist or is outside the view (a hidden tool is an unknown one).
+   */
+  findTool(name: string, filter?: OwnerFilter): ResolvedTool | undefined {
+    const slot = this.tools.get(name);
+    if (!slot || (filter && !filter(slot.entry.owner))) return undefined;
+    return slot;
+  }
+
+  /**
    * Calls a tool after checking its arguments against its input schema. An unknown (or
    * invisible) name throws `unknown_tool`; bad arguments and handler failures come back as
    * `isError` results, as MCP asks for tool execution errors.
    */
-  async callTool(
+  callTool(
     name: string,
     args: Record<string, unknown> | undefined,
     ctx: CallContext,
     filter?: OwnerFilter,
   ): Promise<ToolResult> {
-    const slot = this.tools.get(name);
-    if (!slot || (filter && !filter(slot.entry.owner))) {
-      throw new RegistryError('unknown_tool', `Unknown tool: ${name}`);
-    }
+    const tool = this.findTool(name, filter);
+    if (tool === undefined)
+      return Promise.reject(new RegistryError('unknown_tool', `Unknown tool: ${name}`));
+    return this.callResolved(tool, args, ctx, filter);
+  }
+
+  /** Calls a tool `findTool` resolved (in the same view `filter`). */
+  async callResolved(
+    tool: ResolvedTool,
+    args: Record<string, unknown> | undefined,
+    ctx: CallContext,
+    filter?: OwnerFilter,
+  ): Promise<ToolResult> {
+    const slot = tool as ToolSlot;
     const input = args ?? {};
     const problem = slot.validate(input);
     if (problem !== undefined) {
-      return errorResult(`Invalid arguments for tool '${name}': ${problem}`);
+      return errorResult(`Invalid arguments for tool '${slot.info.name}': ${problem}`);
     }
     try {
       return await slot.entry.handler(input, withView(ctx, filter));

@@ -1,4 +1,4 @@
-/** The public face of src/server: the dispatcher, the HTTP and stdio transports, and their option types. */
+/** The public face of src/server: the dispatcher, the HTTP and stdio transports, and their seams. */
 export {
   createMcpDispatcher,
   newSessionState,
@@ -24,7 +24,16 @@ export {
   type LegacySession,
   type SessionStoreOptions,
 } from './legacy-sessions.js';
-export { RpcError } from './jsonrpc.js';
+export type { SessionBus, SessionLayer, SessionRecord, TransportName } from './session.js';
+export type { HttpRoute } from './http-routes.js';
+export {
+  combineObservers,
+  type CallObserver,
+  type CallOutcome,
+  type ObservedCall,
+} from './observer.js';
+export { bearerToken, challenge, type ChallengeParams } from './bearer.js';
+export { WireError as RpcError } from '../errors.js';
 export { setSseKeepAliveInterval } from './sse.js';
 export {
   DEFAULT_MAX_BODY_BYTES,

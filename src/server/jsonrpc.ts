@@ -1,37 +1,29 @@
 /**
- * JSON-RPC 2.0 wire pieces shared by every transport: error codes, the error type handlers
- * throw, message classification, and response serialisation (done by string concatenation so a
+ * JSON-RPC 2.0 wire pieces shared by every transport: message classification and response
+ * serialisation (done by string concatenation so a
  * result is stringified once, without an extra envelope object).
  */
 
+import type { WireError } from '../errors.js';
+
 export type JsonRpcId = string | number;
 
-export const PARSE_ERROR = -32700;
-export const INVALID_REQUEST = -32600;
-export const METHOD_NOT_FOUND = -32601;
-export const INVALID_PARAMS = -32602;
-export const INTERNAL_ERROR = -32603;
-/** Generic server-side transport error the SDK uses for session and media-type problems. */
-export const SERVER_ERROR = -32000;
-export const SESSION_NOT_FOUND = -32001;
-/** 2025 revisions: `resources/read` of an unknown URI. */
-export const RESOURCE_NOT_FOUND = -32002;
-/** 2026-07-28: the standard HTTP headers disagree with the body (SEP-2243 `HeaderMismatch`). */
-export const HEADER_MISMATCH = -32020;
-export const MISSING_CLIENT_CAPABILITY = -32021;
-export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
-
-/** An error that becomes a JSON-RPC error response; anything else thrown maps to -32603. */
-export class RpcError extends Error {
-  readonly code: number;
-  readonly data: unknown;
-  constructor(code: number, message: string, data?: unknown) {
-    super(message);
-    this.name = 'RpcError';
-    this.code = code;
-    this.data = data;
-  }
-}
+// The codes and the error type live in the error registry; re-exported for the server's modules.
+export {
+  HEADER_MISMATCH,
+  INTERNAL_ERROR,
+  INVALID_PARAMS,
+  INVALID_REQUEST,
+  METHOD_NOT_FOUND,
+  MISSING_CLIENT_CAPABILITY,
+  PARSE_ERROR,
+  RESOURCE_NOT_FOUND,
+  SERVER_ERROR,
+  SESSION_NOT_FOUND,
+  UNSUPPORTED_PROTOCOL_VERSION,
+  WireError,
+  wireError,
+} from '../errors.js';
 
 export interface JsonRpcRequest {
   jsonrpc: '2.0';
@@ -116,4 +108,9 @@ export function serializeNotification(method: string, params?: Record<string, un
 /** Plain-object check used for params and `_meta`. */
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** A registered error as a JSON-RPC error answer. */
+export function serializeWireError(id: JsonRpcId | null, err: WireError): string {
+  return serializeError(id, err.code, err.message, err.data);
 }

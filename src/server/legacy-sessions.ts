@@ -1,20 +1,18 @@
 /**
- * 2025-era HTTP sessions: creation at `initialize` with a crypto-random id, lookup, deletion,
- * the standalone GET stream each may hold, and expiry after an idle timeout.
+ * The in-process session layer: 2025-era HTTP sessions made at `initialize` with a crypto-random
+ * id, lookup, deletion, the standalone GET stream each may hold, expiry after an idle timeout,
+ * and the message bus that writes to those streams.
  */
 import { randomBytes } from 'node:crypto';
-import { newSessionState, type SessionState } from './dispatcher.js';
-import type { ResumableStreams } from './resumable.js';
-import type { SseStream } from './sse.js';
+import {
+  newSessionState,
+  type SessionBus,
+  type SessionLayer,
+  type SessionRecord,
+} from './session.js';
 
-export interface LegacySession extends SessionState {
-  readonly id: string;
-  lastSeen: number;
-  /** The standalone GET stream, when the client opened one. */
-  stream: SseStream | undefined;
-  /** POST streams a client may resume with Last-Event-ID (2025-11-25), made at the first. */
-  resumable?: ResumableStreams;
-}
+/** A 2025 HTTP session (the in-process session layer's record). */
+export type LegacySession = SessionRecord;
 
 export interface SessionStoreOptions {
   /** Idle time after which a session without an open stream ends (default 30 min). */
@@ -23,7 +21,7 @@ export interface SessionStoreOptions {
   maxSessions?: number;
 }
 
-export class LegacySessionStore {
+export class LegacySessionStore implements SessionLayer {
   private readonly sessions = new Map<string, LegacySession>();
   readonly idleTimeoutMs: number;
   readonly maxSessions: number;
@@ -41,8 +39,23 @@ export class LegacySessionStore {
     return this.sessions.size;
   }
 
+  readonly bus: SessionBus = {
+    send: (session, json) => {
+      if (session.stream === undefined) return false;
+      session.stream.send(json);
+      return true;
+    },
+    resourceUpdated: (uri, json) => {
+      let note: string | undefined;
+      for (const session of this.sessions.values()) {
+        if (session.subscriptions?.has(uri) && session.stream !== undefined)
+          session.stream.send((note ??= json()));
+      }
+    },
+  };
+
   /** A new session, or undefined when the store is full. */
-  create(): LegacySession | undefined {
+  create(principal?: string): LegacySession | undefined {
     if (this.sessions.size >= this.maxSessions) {
       this.sweep(Date.now());
       if (this.sessions.size >= this.maxSessions) return undefined;
@@ -51,6 +64,7 @@ export class LegacySessionStore {
     const session = newSessionState(id) as LegacySession;
     session.lastSeen = Date.now();
     session.stream = undefined;
+    session.principal = principal;
     this.sessions.set(id, session);
     return session;
   }

@@ -3,6 +3,7 @@
  * browser's Origin header, when present, must be an allowed origin. Checked before any body is read.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { wireError, type WireError } from '../errors.js';
 
 export interface OriginPolicy {
   /** Extra hostnames (without port) accepted in Host, besides localhost/127.0.0.1/[::1]. */
@@ -24,7 +25,8 @@ export function hostnameOf(host: string): string | undefined {
   return m[1]!.toLowerCase();
 }
 
-export type GuardVerdict = undefined | { status: number; message: string };
+/** Undefined when the request may go on; else the registered refusal (status and message). */
+export type GuardVerdict = undefined | WireError;
 
 export function createRequestGuard(
   policy: OriginPolicy = {},
@@ -42,12 +44,12 @@ export function createRequestGuard(
       const host = headers.host;
       const name = host === undefined ? undefined : hostnameOf(host);
       if (name === undefined || !hosts.has(name)) {
-        return { status: 403, message: `Forbidden: invalid Host header${host ? `: ${host}` : ''}` };
+        return wireError('forbidden_host', { host: host ? `: ${host}` : '' });
       }
     }
     const origin = headers.origin;
     if (origin !== undefined && !LOCAL_ORIGIN.test(origin) && !origins.has(origin.toLowerCase())) {
-      return { status: 403, message: `Forbidden: origin not allowed: ${origin}` };
+      return wireError('forbidden_origin', { origin });
     }
     return undefined;
   };

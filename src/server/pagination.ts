@@ -3,7 +3,7 @@
  * offset), so a page boundary stays put when entries before it are added or removed between
  * calls. The cursor is opaque to clients: base64url of a tagged key.
  */
-import { INVALID_PARAMS, RpcError } from './jsonrpc.js';
+import { wireError } from '../errors.js';
 
 export const DEFAULT_PAGE_SIZE = 100;
 const TAG = 'k1:';
@@ -20,11 +20,11 @@ export function encodeCursor(key: string): string {
 /** Decodes a cursor to its key; anything this server did not make answers -32602. */
 export function decodeCursor(cursor: unknown): string {
   if (typeof cursor !== 'string' || cursor.length === 0 || cursor.length > 8192) {
-    throw new RpcError(INVALID_PARAMS, 'Invalid cursor');
+    throw wireError('invalid_cursor');
   }
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   if (!text.startsWith(TAG) || Buffer.from(text, 'utf8').toString('base64url') !== cursor) {
-    throw new RpcError(INVALID_PARAMS, 'Invalid cursor');
+    throw wireError('invalid_cursor');
   }
   return text.slice(TAG.length);
 }

@@ -89,17 +89,3 @@ const keepAlive = new KeepAlive();
 export function setSseKeepAliveInterval(ms: number): void {
   keepAlive.intervalMs = ms;
 }
-
-/** Writes a one-shot SSE response holding a single message (a POST answered as a stream). */
-export function writeSingleEventResponse(
-  res: ServerResponse,
-  json: string,
-  headers: Record<string, string> = {},
-): void {
-  res.writeHead(200, {
-    'Content-Type': 'text/event-stream',
-    'Cache-Control': 'no-cache, no-transform',
-    ...headers,
-  });
-  res.end('event: message\ndata: ' + json + '\n\n');
-}

@@ -1,48 +1,25 @@
 /**
- * MCP over stdio: newline-delimited JSON-RPC on a pair of streams, served by the same dispatcher
- * as one 2025 session (2026-07-28 enveloped messages are answered statelessly). Only JSON-RPC
- * messages are ever written to the output.
+ * MCP over stdio: newline-delimited JSON-RPC on a pair of streams. This transport keeps what is
+ * its own (lines, the one output, the one implicit 2025 session); what a message means is the
+ * inbound layer's, as for HTTP. Only JSON-RPC messages are ever written to the output.
  */
 import type { Readable, Writable } from 'node:stream';
+import { wireError, type WireError } from '../errors.js';
 import type { Registry } from '../registry/registry.js';
 import type { EntryKind } from '../registry/types.js';
-import { RequestChannel } from './call-peer.js';
-import {
-  createMcpDispatcher,
-  newSessionState,
-  type DispatcherOptions,
-  type McpDispatcher,
-  type RequestScope,
-} from './dispatcher.js';
-import {
-  INVALID_PARAMS,
-  INVALID_REQUEST,
-  PARSE_ERROR,
-  UNSUPPORTED_PROTOCOL_VERSION,
-  classifyMessage,
-  echoableId,
-  isPlainObject,
-  serializeError,
-  serializeNotification,
-  type JsonRpcId,
-  type JsonRpcNotification,
-  type JsonRpcRequest,
-} from './jsonrpc.js';
+import { RequestChannel } from './channel.js';
+import { createMcpDispatcher, type DispatcherOptions, type McpDispatcher } from './dispatcher.js';
+import { Inbound, type InboundFacts, type SessionSource } from './inbound.js';
+import { serializeNotification, serializeWireError } from './jsonrpc.js';
 import {
   ALL_KINDS,
   LIST_CHANGED_METHOD,
   ListChangedFanout,
   type FanoutOptions,
 } from './list-changed.js';
-import {
-  BATCH_VERSIONS,
-  CLIENT_CAPABILITIES_META_KEY,
-  DEFAULT_MAX_BODY_BYTES,
-  MODERN_PROTOCOL_VERSIONS,
-  PROTOCOL_VERSION_META_KEY,
-  isModernVersion,
-} from './protocol.js';
-import { filterKinds, listenFrames, parseListenFilter } from './stateless.js';
+import { Listens, type ListenWriter } from './listen.js';
+import { DEFAULT_MAX_BODY_BYTES } from './protocol.js';
+import { newSessionState, type SessionState } from './session.js';
 
 /** One stdio request's channel: its messages go out as lines of the shared output. */
 class StdioChannel extends RequestChannel {
@@ -73,268 +50,175 @@ export interface StdioServer {
   close(): void;
 }
 
-export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer {
-  const { input, output } = opts;
-  const dispatcher = opts.dispatcher ?? createMcpDispatcher(registry, opts);
-  const maxLine = opts.maxLineBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const session = newSessionState(undefined);
-  session.principal = opts.principal;
-  const legacyScope: RequestScope = {
-    era: 'legacy',
-    protocolVersion: session.protocolVersion,
-    session,
-    principal: opts.principal,
-  };
-  const fanout = new ListChangedFanout(registry, opts);
-  /** 2026 subscriptions on this connection, by listen request id. */
-  const listens = new Map<JsonRpcId, { remove: () => void; close: string }>();
-  let open = true;
-  let resolveClosed!: () => void;
-  const closed = new Promise<void>((r) => (resolveClosed = r));
+/** Splits the input into lines within the size limit; answers an over-long line once. */
+class LineReader {
+  private buffered: Buffer[] = [];
+  private bufferedBytes = 0;
+  private skipping = false;
 
-  const write = (line: string): void => {
-    if (open) output.write(line + '\n');
-  };
+  constructor(
+    private readonly maxLine: number,
+    private readonly onLine: (line: string) => void,
+    private readonly onTooLong: () => void,
+  ) {}
 
-  // Subscribed resources changed: the peer hears of those it subscribed to.
-  const removeUpdateListener = registry.onResourceUpdated((uri) => {
-    if (session.subscriptions?.has(uri))
-      write(serializeNotification('notifications/resources/updated', { uri }));
-  });
-
-  // The one 2025 peer hears about every change once it has initialized.
-  const removeLegacySink = fanout.add({
-    kinds: ALL_KINDS,
-    principal: opts.principal,
-    deliver: (kind: EntryKind) => {
-      if (session.initialized) write(serializeNotification(LIST_CHANGED_METHOD[kind]));
-    },
-  });
-
-  let buffered: Buffer[] = [];
-  let bufferedBytes = 0;
-  let skipping = false;
-  const onData = (chunk: Buffer | string): void => {
+  push(chunk: Buffer | string): void {
     let buf = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
     let nl = buf.indexOf(10);
     while (nl !== -1) {
       const part = buf.subarray(0, nl);
-      if (!skipping) {
-        const line = bufferedBytes === 0 ? part : Buffer.concat([...buffered, part]);
-        if (bufferedBytes + part.length <= maxLine) handleLine(line.toString('utf8'));
-        else write(serializeError(null, INVALID_REQUEST, `Message exceeds ${maxLine} bytes`));
+      if (!this.skipping) {
+        const line =
+          this.bufferedBytes === 0 ? part : Buffer.concat([...this.buffered, part]);
+        if (this.bufferedBytes + part.length <= this.maxLine) this.onLine(line.toString('utf8'));
+        else this.onTooLong();
       }
-      buffered = [];
-      bufferedBytes = 0;
-      skipping = false;
+      this.buffered = [];
+      this.bufferedBytes = 0;
+      this.skipping = false;
       buf = buf.subarray(nl + 1);
       nl = buf.indexOf(10);
     }
-    if (buf.length > 0 && !skipping) {
-      bufferedBytes += buf.length;
-      if (bufferedBytes > maxLine) {
-        // Drop the rest of this line; answer once its end arrives.
-        write(serializeError(null, INVALID_REQUEST, `Message exceeds ${maxLine} bytes`));
-        buffered = [];
-        skipping = true;
-      } else buffered.push(buf);
+    if (buf.length > 0 && !this.skipping) {
+      this.bufferedBytes += buf.length;
+      if (this.bufferedBytes > this.maxLine) {
+        // Drop the rest of this line; answer once, now.
+        this.onTooLong();
+        this.buffered = [];
+        this.skipping = true;
+      } else this.buffered.push(buf);
     }
+  }
+}
+
+/** The stdio transport: one peer, one 2025 session, the shared inbound layer. */
+class StdioTransport implements StdioServer, InboundFacts {
+  readonly dispatcher: McpDispatcher;
+  readonly closed: Promise<void>;
+  readonly transport = 'stdio' as const;
+  readonly headers = undefined;
+  readonly principal: string | undefined;
+  private readonly inbound: Inbound;
+  private readonly session: SessionState;
+  private readonly fanout: ListChangedFanout;
+  private readonly listens: Listens;
+  private readonly lines: LineReader;
+  private readonly removers: (() => void)[] = [];
+  private open = true;
+  private resolveClosed!: () => void;
+  private readonly onData = (chunk: Buffer | string): void => this.lines.push(chunk);
+  private readonly write = (line: string): void => {
+    if (this.open) this.opts.output.write(line + '\n');
+  };
+  /** Stdio's listen streams share the output and end with nothing to close. */
+  private readonly listenWriter: ListenWriter = { send: this.write, end: () => {} };
+
+  constructor(
+    registry: Registry,
+    private readonly opts: StdioOptions,
+  ) {
+    this.dispatcher = opts.dispatcher ?? createMcpDispatcher(registry, opts);
+    this.inbound = new Inbound(this.dispatcher);
+    this.principal = opts.principal;
+    this.session = newSessionState(undefined);
+    this.session.principal = opts.principal;
+    this.fanout = new ListChangedFanout(registry, opts);
+    this.listens = new Listens(this.fanout, this.dispatcher.serverInfo, (l) =>
+      registry.onResourceUpdated(l),
+    );
+    this.closed = new Promise<void>((r) => (this.resolveClosed = r));
+    const maxLine = opts.maxLineBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.lines = new LineReader(
+      maxLine,
+      (line) => this.handleLine(line),
+      () => this.write(serializeWireError(null, wireError('line_too_large', { max: maxLine }))),
+    );
+    // Subscribed resources changed: the peer hears of those it subscribed to.
+    this.removers.push(
+      registry.onResourceUpdated((uri) => {
+        if (this.session.subscriptions?.has(uri))
+          this.write(serializeNotification('notifications/resources/updated', { uri }));
+      }),
+      // The one 2025 peer hears about every change once it has initialized.
+      this.fanout.add({
+        kinds: ALL_KINDS,
+        principal: opts.principal,
+        deliver: (kind: EntryKind) => {
+          if (this.session.initialized) this.write(serializeNotification(LIST_CHANGED_METHOD[kind]));
+        },
+      }),
+    );
+    this.close = this.close.bind(this);
+    opts.input.on('data', this.onData);
+    opts.input.once('end', this.close);
+    opts.input.once('close', this.close);
+    opts.output.on('error', () => this.close());
+  }
+
+  /** A `notifications/cancelled` ends the listen stream it names. */
+  cancelled(requestId: unknown): void {
+    this.listens.cancel(requestId);
+  }
+
+  /** One peer, one 2025 session: `initialize` (re)starts it, everything else is in it. */
+  private readonly sessionSource: SessionSource = {
+    open: () => this.session,
+    find: () => this.session,
   };
 
-  function handleLine(text: string): void {
+  private handleLine(text: string): void {
     if (text.trim() === '') return;
-    let msg: unknown;
+    let body: unknown;
     try {
-      msg = JSON.parse(text);
+      body = JSON.parse(text);
     } catch {
-      write(serializeError(null, PARSE_ERROR, 'Parse error: Invalid JSON'));
+      this.write(serializeWireError(null, wireError('parse_error')));
       return;
     }
-    if (Array.isArray(msg)) {
-      handleBatch(msg);
-      return;
-    }
-    handleMessage(msg);
-  }
-
-  function handleBatch(batch: unknown[]): void {
-    if (batch.length === 0 || !BATCH_VERSIONS.has(session.protocolVersion)) {
-      write(
-        serializeError(
-          null,
-          INVALID_REQUEST,
-          batch.length === 0
-            ? 'Invalid Request: empty JSON-RPC batch'
-            : `Invalid Request: JSON-RPC batches are not supported on protocol revision ${session.protocolVersion}`,
-        ),
-      );
-      return;
-    }
-    const pending: Promise<string>[] = [];
-    for (const el of batch) {
-      const kind = classifyMessage(el);
-      if (kind === 'request') pending.push(runRequest(el as JsonRpcRequest, legacyScope));
-      else if (kind === 'notification')
-        dispatcher.handleNotification(el as JsonRpcNotification, legacyScope);
-      else if (kind === 'invalid')
-        pending.push(
-          Promise.resolve(serializeError(echoableId(el), INVALID_REQUEST, 'Invalid Request')),
+    const decision = this.inbound.decide(body, this, this.sessionSource);
+    switch (decision.kind) {
+      case 'reject':
+        return this.write(serializeWireError(decision.id, decision.error));
+      case 'handled':
+        return;
+      case 'listen': {
+        const { msg, scope } = decision;
+        const refused: WireError | undefined = this.listens.subscribe(
+          msg.id,
+          msg.params,
+          scope.principal,
+          () => this.listenWriter,
+          msg.id,
         );
-    }
-    if (pending.length > 0)
-      void Promise.all(pending).then((outs) => write('[' + outs.join(',') + ']'));
-  }
-
-  function handleMessage(msg: unknown): void {
-    const kind = classifyMessage(msg);
-    if (kind === 'invalid') {
-      write(serializeError(echoableId(msg), INVALID_REQUEST, 'Invalid Request'));
-      return;
-    }
-    if (kind === 'response') {
-      dispatcher.handleResponse(msg as Record<string, unknown>, session);
-      return;
-    }
-    const m = msg as JsonRpcRequest;
-    const meta =
-      isPlainObject(m.params) && isPlainObject(m.params._meta) ? m.params._meta : undefined;
-    const claim = meta?.[PROTOCOL_VERSION_META_KEY];
-    if (typeof claim === 'string' && isModernVersion(claim)) {
-      handleModern(m, kind === 'request', claim, meta![CLIENT_CAPABILITIES_META_KEY]);
-      return;
-    }
-    if (kind === 'notification') {
-      const n = msg as JsonRpcNotification;
-      if (n.method === 'notifications/cancelled') cancelListen(n.params?.requestId);
-      dispatcher.handleNotification(n, legacyScope);
-      return;
-    }
-    void runRequest(m, legacyScope).then((out) => {
-      legacyScope.protocolVersion = session.protocolVersion;
-      write(out);
-    });
-  }
-
-  function handleModern(
-    m: JsonRpcRequest,
-    isRequest: boolean,
-    version: string,
-    caps: unknown,
-  ): void {
-    if (!isRequest) {
-      if (m.method === 'notifications/cancelled') cancelListen(m.params?.requestId);
-      return;
-    }
-    if (!MODERN_PROTOCOL_VERSIONS.includes(version)) {
-      write(
-        serializeError(
-          m.id,
-          UNSUPPORTED_PROTOCOL_VERSION,
-          `Unsupported protocol version: ${version}`,
-          {
-            supported: [...MODERN_PROTOCOL_VERSIONS],
-            requested: version,
-          },
-        ),
-      );
-      return;
-    }
-    if (!isPlainObject(caps)) {
-      write(
-        serializeError(
-          m.id,
-          INVALID_PARAMS,
-          `Invalid _meta envelope for protocol revision ${version}: ${CLIENT_CAPABILITIES_META_KEY}: missing`,
-        ),
-      );
-      return;
-    }
-    if (m.method === 'subscriptions/listen') {
-      openListen(m);
-      return;
-    }
-    const scope: RequestScope = {
-      era: 'modern',
-      protocolVersion: version,
-      session: undefined,
-      clientCapabilities: caps,
-      principal: opts.principal,
-    };
-    void runRequest(m, scope).then(write);
-  }
-
-  function openListen(m: JsonRpcRequest): void {
-    const filter = parseListenFilter(m.params);
-    if (filter === undefined) {
-      write(
-        serializeError(
-          m.id,
-          INVALID_PARAMS,
-          "Invalid params: 'notifications' is required and must be a valid SubscriptionFilter",
-        ),
-      );
-      return;
-    }
-    const frames = listenFrames(m.id, filter, dispatcher.serverInfo);
-    write(frames.ack);
-    const kinds = filterKinds(filter);
-    const uris = filter.resourceSubscriptions;
-    if (kinds.size === 0 && uris === undefined) {
-      write(frames.close);
-      return;
-    }
-    listens.get(m.id)?.remove();
-    const removeSink = fanout.add({
-      kinds,
-      principal: opts.principal,
-      deliver: (kind) => write(frames.notes[kind]),
-    });
-    const wanted = new Set(uris);
-    const removeUpdates = registry.onResourceUpdated((uri) => {
-      if (wanted.has(uri)) write(frames.updated(uri));
-    });
-    const remove = (): void => {
-      removeSink();
-      removeUpdates();
-    };
-    listens.set(m.id, { remove, close: frames.close });
-  }
-
-  function cancelListen(id: unknown): void {
-    if (typeof id !== 'string' && typeof id !== 'number') return;
-    const sub = listens.get(id);
-    if (sub) {
-      sub.remove();
-      listens.delete(id);
+        if (refused !== undefined) this.write(serializeWireError(msg.id, refused));
+        return;
+      }
+      case 'request':
+        // A channel per request: notifications/cancelled aborts it, and messages sent while
+        // the call runs go out as lines before its answer.
+        void this.inbound.dispatch(decision, new StdioChannel(this.write)).then(this.write);
+        return;
+      case 'batch':
+        void this.inbound
+          .runBatch(decision, () => new StdioChannel(this.write))
+          ?.then(this.write);
+        return;
     }
   }
 
-  function runRequest(m: JsonRpcRequest, scope: RequestScope): Promise<string> {
-    // A channel per request: notifications/cancelled aborts it, and messages sent while the
-    // call runs go out as lines before its answer.
-    return dispatcher.handleRequest(m, scope, new StdioChannel(write));
+  close(): void {
+    if (!this.open) return;
+    this.listens.closeAll();
+    this.open = false;
+    for (const remove of this.removers) remove();
+    this.fanout.close();
+    for (const ctl of this.session.inflight.values()) ctl.abort(new Error('stdio closed'));
+    this.opts.input.off('data', this.onData);
+    this.opts.input.off('end', this.close);
+    this.resolveClosed();
   }
+}
 
-  function close(): void {
-    if (!open) return;
-    for (const sub of listens.values()) {
-      sub.remove();
-      write(sub.close);
-    }
-    listens.clear();
-    open = false;
-    removeLegacySink();
-    removeUpdateListener();
-    fanout.close();
-    for (const ctl of session.inflight.values()) ctl.abort(new Error('stdio closed'));
-    input.off('data', onData);
-    input.off('end', close);
-    resolveClosed();
-  }
-
-  input.on('data', onData);
-  input.once('end', close);
-  input.once('close', close);
-  output.on('error', () => close());
-  return { dispatcher, closed, close };
+export function serveStdio(registry: Registry, opts: StdioOptions): StdioServer {
+  return new StdioTransport(registry, opts);
 }

@@ -8,7 +8,7 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { HubConfig } from '../config/config.js';
-import { bearerToken, challenge } from '../auth/challenge.js';
+import { bearerToken, challenge } from '../server/bearer.js';
 import {
   issueSession,
   sessionRequestProblem,

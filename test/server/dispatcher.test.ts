@@ -11,6 +11,7 @@ import {
   newSessionState,
   type RequestScope,
 } from '../../src/server/dispatcher.js';
+import { RequestChannel } from '../../src/server/channel.js';
 import { ListChangedFanout } from '../../src/server/list-changed.js';
 import { decodeCursor, encodeCursor, paginate } from '../../src/server/pagination.js';
 import * as protocol from '../../src/server/protocol.js';
@@ -154,7 +155,7 @@ describe('dispatcher', () => {
     const pending = d.handleRequest(
       { jsonrpc: '2.0', id: 'w', method: 'tools/call', params: { name: 'wait' } },
       scope,
-      new AbortController(),
+      new RequestChannel(),
     );
     await new Promise((res) => setImmediate(res));
     assert.equal(scope.session!.inflight.size, 1);

@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { RequestChannel, resumeRound } from '../../src/server/call-peer.js';
-import { RpcError } from '../../src/server/jsonrpc.js';
-import { checkParamHeaders } from '../../src/server/stateless.js';
+import { WireError } from '../../src/errors.js';
+import { RequestChannel, resumeRound } from '../../src/server/channel.js';
+import { checkParamHeaders } from '../../src/server/param-headers.js';
 
 /** Runs one round: asks `keys` through a fresh channel and returns the input_required result. */
 async function roundAsking(
@@ -63,7 +63,7 @@ describe('input rounds', () => {
     const bad = (params: Record<string, unknown>, binding = 'tools/call t') =>
       assert.throws(
         () => resumeRound(params, binding, new RequestChannel()),
-        (err: unknown) => err instanceof RpcError && err.code === -32602,
+        (err: unknown) => err instanceof WireError && err.code === -32602,
       );
     bad({ requestState: state + 'x' });
     bad({ requestState: 'garbage' });
@@ -98,8 +98,8 @@ describe('Mcp-Param headers', () => {
       [{ region: 'Hello' }, { 'mcp-param-region': '=?base64?SGVsbG8?=' }],
     ] as const) {
       const verdict = check(args, headers);
-      assert.equal(verdict?.kind, 'reject');
-      assert.equal(verdict?.kind === 'reject' ? verdict.code : 0, -32020);
+      assert.equal(verdict?.code, -32020);
+      assert.equal(verdict?.status, 400);
     }
   });
 });

@@ -1,0 +1,240 @@
+/**
+ * The error registry: every error the hub sends on the wire (JSON-RPC code, HTTP status, message
+ * template) and every local error code, each defined once, here. Code throws through `wireError`
+ * (or the local error classes, whose codes are typed from `LOCAL_ERRORS`); `docs/errors.md`
+ * lists the same table and a test keeps the two in step. Nothing here imports anything, so every
+ * floor of the house may use it.
+ */
+
+/** JSON-RPC 2.0 codes (the spec's, then the implementation-defined ones this hub uses). */
+export const PARSE_ERROR = -32700;
+export const INVALID_REQUEST = -32600;
+export const METHOD_NOT_FOUND = -32601;
+export const INVALID_PARAMS = -32602;
+export const INTERNAL_ERROR = -32603;
+/** Generic transport error the SDK uses for HTTP-level problems (media type, Host, size...). */
+export const SERVER_ERROR = -32000;
+/** 2025 sessions: the `Mcp-Session-Id` is unknown (the SDK's code for it). */
+export const SESSION_NOT_FOUND = -32001;
+/** 2025 revisions: `resources/read` of an unknown URI. */
+export const RESOURCE_NOT_FOUND = -32002;
+/** 2026-07-28: the standard HTTP headers disagree with the body (SEP-2243 `HeaderMismatch`). */
+export const HEADER_MISMATCH = -32020;
+export const MISSING_CLIENT_CAPABILITY = -32021;
+export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+/** The credentials are missing or refused (HTTP 401 with a Bearer challenge). */
+export const UNAUTHORIZED = -32030;
+/** The credentials are good but do not reach this endpoint (HTTP 403 insufficient_scope). */
+export const FORBIDDEN = -32031;
+
+export interface WireErrorDef {
+  readonly code: number;
+  /**
+   * The HTTP status of the answer. For errors that answer a dispatched request this is the
+   * 2026-07-28 status; 2025 sessions carry every dispatched error in a 200.
+   */
+  readonly status: number;
+  /** The message, with `{name}` slots filled from the params given to `wireError`. */
+  readonly message: string;
+}
+
+export const WIRE_ERRORS = {
+  // ---- refused before dispatch (any transport) ----
+  parse_error: { code: PARSE_ERROR, status: 400, message: 'Parse error: Invalid JSON' },
+  invalid_message: {
+    code: INVALID_REQUEST,
+    status: 400,
+    message: 'Invalid Request: not a JSON-RPC 2.0 request, notification or response',
+  },
+  batch_member_invalid: { code: INVALID_REQUEST, status: 200, message: 'Invalid Request' },
+  batch_empty: {
+    code: INVALID_REQUEST,
+    status: 400,
+    message: 'Invalid Request: empty JSON-RPC batch',
+  },
+  batch_modern: {
+    code: INVALID_REQUEST,
+    status: 400,
+    message: 'Invalid Request: JSON-RPC batches may not carry 2026-07-28 requests',
+  },
+  batch_initialize: {
+    code: INVALID_REQUEST,
+    status: 400,
+    message: 'Invalid Request: initialize may not be part of a batch',
+  },
+  batch_unsupported: {
+    code: INVALID_REQUEST,
+    status: 400,
+    message:
+      'Invalid Request: JSON-RPC batches are not supported on protocol revision {version}',
+  },
+  line_too_large: {
+    code: INVALID_REQUEST,
+    status: 413,
+    message: 'Message exceeds {max} bytes',
+  },
+  header_mismatch: {
+    code: HEADER_MISMATCH,
+    status: 400,
+    message: 'Bad Request: the request headers and body disagree: {detail}',
+  },
+  invalid_envelope: { code: INVALID_PARAMS, status: 400, message: '{detail}' },
+  unsupported_protocol_version: {
+    code: UNSUPPORTED_PROTOCOL_VERSION,
+    status: 400,
+    message: 'Unsupported protocol version: {version}',
+  },
+  // ---- HTTP transport ----
+  not_found: { code: SERVER_ERROR, status: 404, message: 'Not Found' },
+  forbidden_host: {
+    code: SERVER_ERROR,
+    status: 403,
+    message: 'Forbidden: invalid Host header{host}',
+  },
+  forbidden_origin: {
+    code: SERVER_ERROR,
+    status: 403,
+    message: 'Forbidden: origin not allowed: {origin}',
+  },
+  method_not_allowed: { code: SERVER_ERROR, status: 405, message: 'Method Not Allowed' },
+  get_without_session: {
+    code: SERVER_ERROR,
+    status: 405,
+    message: 'Method Not Allowed: no session stream without Mcp-Session-Id',
+  },
+  unsupported_media_type: {
+    code: SERVER_ERROR,
+    status: 415,
+    message: 'Unsupported Media Type: Content-Type must be application/json',
+  },
+  not_acceptable: {
+    code: SERVER_ERROR,
+    status: 406,
+    message: 'Not Acceptable: Client must accept text/event-stream',
+  },
+  body_too_large: {
+    code: SERVER_ERROR,
+    status: 413,
+    message: 'Payload Too Large: the request body exceeds {max} bytes',
+  },
+  session_id_required: {
+    code: SERVER_ERROR,
+    status: 400,
+    message: 'Bad Request: Mcp-Session-Id header is required',
+  },
+  session_not_found: { code: SESSION_NOT_FOUND, status: 404, message: 'Session not found' },
+  session_version_header: {
+    code: SERVER_ERROR,
+    status: 400,
+    message:
+      'Bad Request: Unsupported protocol version: {version} (supported versions: {supported})',
+  },
+  too_many_sessions: {
+    code: SERVER_ERROR,
+    status: 503,
+    message: 'Service Unavailable: too many sessions',
+  },
+  stream_conflict: {
+    code: SERVER_ERROR,
+    status: 409,
+    message: 'Conflict: Only one SSE stream is allowed per session',
+  },
+  resume_not_found: {
+    code: SERVER_ERROR,
+    status: 404,
+    message: 'Not Found: no stream to resume at event {event}',
+  },
+  unauthorized: { code: UNAUTHORIZED, status: 401, message: 'Unauthorized: {detail}' },
+  insufficient_scope: { code: FORBIDDEN, status: 403, message: 'Forbidden: {detail}' },
+  // ---- answers of dispatched requests ----
+  method_not_found: { code: METHOD_NOT_FOUND, status: 404, message: 'Method not found: {method}' },
+  invalid_params: { code: INVALID_PARAMS, status: 200, message: '{detail}' },
+  invalid_cursor: { code: INVALID_PARAMS, status: 200, message: 'Invalid cursor' },
+  invalid_log_level: { code: INVALID_PARAMS, status: 200, message: 'Invalid log level: {level}' },
+  unknown_tool: { code: INVALID_PARAMS, status: 200, message: 'Unknown tool: {name}' },
+  unknown_prompt: { code: INVALID_PARAMS, status: 200, message: 'Unknown prompt: {name}' },
+  unknown_resource_modern: {
+    code: INVALID_PARAMS,
+    status: 200,
+    message: 'Resource not found: {uri}',
+  },
+  unknown_resource: { code: RESOURCE_NOT_FOUND, status: 200, message: 'Resource not found: {uri}' },
+  missing_client_capability: {
+    code: MISSING_CLIENT_CAPABILITY,
+    status: 400,
+    message: 'Missing required client capability: {capabilities}',
+  },
+  input_state_invalid: { code: INVALID_PARAMS, status: 200, message: '{detail}' },
+  subscription_limit: {
+    code: INTERNAL_ERROR,
+    status: 200,
+    message: 'Subscription limit reached',
+  },
+  internal_error: { code: INTERNAL_ERROR, status: 500, message: 'Internal error' },
+} as const satisfies Record<string, WireErrorDef>;
+
+export type WireErrorName = keyof typeof WIRE_ERRORS;
+
+/** An error that becomes a JSON-RPC error answer (and, over HTTP, its status). */
+export class WireError extends Error {
+  readonly key: WireErrorName | undefined;
+  readonly code: number;
+  readonly status: number;
+  readonly data: unknown;
+  constructor(code: number, message: string, data?: unknown, status = 200, key?: WireErrorName) {
+    super(message);
+    this.name = 'WireError';
+    this.code = code;
+    this.data = data;
+    this.status = status;
+    this.key = key;
+  }
+}
+
+/** Fills `{slot}`s of a template; a missing slot becomes empty. */
+function fill(template: string, params: Readonly<Record<string, unknown>> | undefined): string {
+  if (params === undefined || template.indexOf('{') === -1) return template;
+  return template.replace(/\{(\w+)\}/g, (_, k: string) =>
+    params[k] === undefined ? '' : String(params[k]),
+  );
+}
+
+/** The registered wire error `key`, its message filled from `params`. */
+export function wireError(
+  key: WireErrorName,
+  params?: Readonly<Record<string, unknown>>,
+  data?: unknown,
+): WireError {
+  const def: WireErrorDef = WIRE_ERRORS[key];
+  return new WireError(def.code, fill(def.message, params), data, def.status, key);
+}
+
+/** The HTTP status for a JSON-RPC code that answered a dispatched 2026-07-28 request. */
+export function modernStatusOf(code: number): number {
+  if (code === METHOD_NOT_FOUND) return 404;
+  if (code === MISSING_CLIENT_CAPABILITY || code === HEADER_MISMATCH) return 400;
+  return 200;
+}
+
+/**
+ * Local error codes: errors that stay inside the process (Lua bindings see them as Lua errors
+ * or `nil, err`; the server maps the registry's onto wire errors with `wireErrorOfLocal`).
+ */
+export const LOCAL_ERRORS = {
+  unknown_tool: 'no tool of that name is visible to the caller',
+  unknown_prompt: 'no prompt of that name is visible to the caller',
+  unknown_resource: 'no resource or template matches the URI for the caller',
+  invalid_arguments: 'arguments do not match the schema of the tool or prompt',
+  invalid_definition: 'a tool, prompt or resource definition is malformed',
+  batch_mismatch: 'end_batch without a matching begin_batch',
+  not_implemented: 'the entry has no handler for this operation',
+  timeout: 'a Lua call ran past its time limit',
+  instructions: 'a Lua call ran past its instruction budget',
+  memory: 'a Lua state reached its memory ceiling',
+} as const;
+
+export type LocalErrorCode = keyof typeof LOCAL_ERRORS;
+/** The local codes the registry raises (`RegistryError.code`). */
+export type RegistryErrorCode = Exclude<LocalErrorCode, LuaLimit>;
+/** The local codes of the Lua limits (`LuaLimitError.limit`). */
+export type LuaLimit = 'timeout' | 'instructions' | 'memory';

@@ -1,0 +1,157 @@
+/**
+ * A request's channel as its transport carries it (its abort signal, where messages to the
+ * client go while it runs, what the dispatcher learns about how to answer it), and the
+ * 2026-07-28 multi-round-trip input rounds that ride on it.
+ */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { wireError } from '../errors.js';
+import { LazyAbort } from './abort.js';
+import { isPlainObject } from './jsonrpc.js';
+
+/**
+ * One request as its transport carries it: its abort signal, where messages to the client go
+ * while it runs, and what the dispatcher learns about how to answer it.
+ */
+export class RequestChannel extends LazyAbort {
+  /** 2026-07-28: the input round of this request, once it has one. */
+  round: InputRound | undefined = undefined;
+  /** The JSON-RPC error code the answer carries, for transports that map it to a status. */
+  errorCode: number | undefined = undefined;
+  /** A 2025 server request went out: when the call ends, unanswered ones are dropped. */
+  askedClient = false;
+
+  /** Writes one serialised message on this request's stream; false when it has none. */
+  send(_json: string): boolean {
+    return false;
+  }
+
+  /** Lets go of the client's connection until it reconnects; false when it cannot resume. */
+  pollLater(_retryMs: number): boolean {
+    return false;
+  }
+}
+
+// ---- 2026-07-28 multi-round-trip input ------------------------------------------------------
+
+/** Methods whose results may be `input_required` (SEP-2322). */
+export const INPUT_METHODS: ReadonlySet<string> = new Set([
+  'tools/call',
+  'prompts/get',
+  'resources/read',
+]);
+
+/** What a request state is bound to: the method and the tool, prompt or resource it names. */
+export function inputBinding(method: string, params: Record<string, unknown>): string {
+  return method + ' ' + String(method === 'resources/read' ? params.uri : params.name);
+}
+
+/** Signs request states; a restart makes old states fail their check, as they should. */
+const STATE_KEY = randomBytes(32);
+
+function sign(payload: string): string {
+  return createHmac('sha256', STATE_KEY).update(payload).digest('base64url');
+}
+
+/**
+ * One request's input round: the answers it already has (from `inputResponses` and the signed
+ * `requestState` of earlier rounds) and the questions still open. The first open question ends
+ * the round on the next turn of the event loop, so questions asked together go out together.
+ */
+export class InputRound {
+  private readonly used: Record<string, unknown> = {};
+  private missing: Record<string, { method: string; params: Record<string, unknown> }> | undefined;
+  private readonly waiting: ((err: Error) => void)[] = [];
+  /** The `input_required` result, once the round has ended. */
+  result: Record<string, unknown> | undefined = undefined;
+
+  constructor(
+    private readonly binding: string,
+    private readonly known: Record<string, unknown>,
+    private readonly channel: RequestChannel,
+  ) {}
+
+  ask(
+    key: string,
+    method: string,
+    params: Record<string, unknown>,
+  ): Promise<Record<string, unknown>> {
+    const answer = Object.hasOwn(this.known, key) ? this.known[key] : undefined;
+    if (answer !== undefined) {
+      this.used[key] = answer;
+      return Promise.resolve(answer as Record<string, unknown>);
+    }
+    if (this.missing === undefined) {
+      this.missing = {};
+      setImmediate(() => this.end());
+    }
+    this.missing[key] = { method, params };
+    return new Promise((_, reject) => this.waiting.push(reject));
+  }
+
+  private end(): void {
+    if (this.channel.signal.aborted) return;
+    const payload = Buffer.from(JSON.stringify({ b: this.binding, a: this.used })).toString(
+      'base64url',
+    );
+    this.result = {
+      resultType: 'input_required',
+      inputRequests: this.missing,
+      requestState: payload + '.' + sign(payload),
+    };
+    // Stop the handler where it waits; its answer is replaced by this result.
+    this.channel.abort(new Error('the client must answer input requests first'));
+    const err = new Error('the client must answer input requests first');
+    for (const reject of this.waiting) reject(err);
+  }
+}
+
+/**
+ * Reads `inputResponses` and `requestState` of a 2026-07-28 retry into a round, or throws the
+ * -32602 error a malformed, tampered or misdirected one deserves.
+ */
+export function resumeRound(
+  params: Record<string, unknown>,
+  binding: string,
+  channel: RequestChannel,
+): InputRound {
+  const known: Record<string, unknown> = {};
+  const state = params.requestState;
+  if (state !== undefined) {
+    if (typeof state !== 'string')
+      throw invalidState('requestState must be a string');
+    const dot = state.lastIndexOf('.');
+    const payload = dot > 0 ? state.slice(0, dot) : '';
+    const mac = Buffer.from(dot > 0 ? state.slice(dot + 1) : '');
+    const expected = Buffer.from(sign(payload));
+    if (mac.length !== expected.length || !timingSafeEqual(mac, expected)) {
+      throw invalidState('requestState failed its integrity check');
+    }
+    const decoded = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as {
+      b: string;
+      a: Record<string, unknown>;
+    };
+    if (decoded.b !== binding) {
+      throw invalidState('requestState belongs to another request');
+    }
+    Object.assign(known, decoded.a);
+  }
+  const responses = params.inputResponses;
+  if (responses !== undefined) {
+    if (!isPlainObject(responses)) {
+      throw invalidState('inputResponses must be an object');
+    }
+    for (const [key, value] of Object.entries(responses)) {
+      if (!isPlainObject(value)) {
+        throw invalidState(
+          `inputResponses.${key} must be an object (the client's result for that input request)`,
+        );
+      }
+      known[key] = value;
+    }
+  }
+  return new InputRound(binding, known, channel);
+}
+
+function invalidState(detail: string): Error {
+  return wireError('input_state_invalid', { detail });
+}

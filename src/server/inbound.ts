@@ -1,0 +1,212 @@
+/**
+ * The front door: one parsed JSON-RPC message (or batch) plus its transport's facts in, one
+ * decision out. The era, the session or scope, and the batch, initialize and envelope rules are
+ * decided here, once, for every transport; HTTP and stdio keep only their bytes, streams and
+ * status codes. A refusal is a registered wire error (`errors.ts`).
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { WireError, wireError } from '../errors.js';
+import type { RequestChannel } from './channel.js';
+import type { McpDispatcher } from './dispatcher.js';
+import { eraOf } from './era.js';
+import {
+  classifyMessage,
+  echoableId,
+  isPlainObject,
+  serializeWireError,
+  type JsonRpcId,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
+} from './jsonrpc.js';
+import { observeEnd, observeStart } from './observer.js';
+import { BATCH_VERSIONS, PROTOCOL_VERSION_META_KEY } from './protocol.js';
+import type { RequestScope, SessionState, TransportName } from './session.js';
+
+/** What the transport knows about one message besides its body. */
+export interface InboundFacts {
+  readonly transport: TransportName;
+  /** The request's headers (HTTP); undefined where the transport has none (stdio). */
+  readonly headers: IncomingHttpHeaders | undefined;
+  /** Who is calling (authenticated by the transport), if anyone in particular. */
+  readonly principal: string | undefined;
+  /** A `notifications/cancelled` for `requestId` arrived (stdio ends its listen streams). */
+  cancelled?(requestId: unknown): void;
+}
+
+/** Where a transport's 2025 sessions come from, asked by the inbound layer per message. */
+export interface SessionSource {
+  /** The session an `initialize` starts, or the error refusing one. */
+  open(facts: InboundFacts): SessionState | WireError;
+  /** The session a 2025 message belongs to, or the error. */
+  find(facts: InboundFacts): SessionState | WireError;
+}
+
+/** What to do with one inbound message. */
+export type Decision =
+  /** Refuse it with `error` (HTTP: the error's status). */
+  | { kind: 'reject'; error: WireError; id: JsonRpcId | null }
+  /** Nothing to answer (a notification or a client's response, already handled). */
+  | { kind: 'handled'; scope: RequestScope | undefined }
+  /** Dispatch one request. */
+  | { kind: 'request'; msg: JsonRpcRequest; scope: RequestScope }
+  /** A 2026-07-28 `subscriptions/listen`: the transport opens the stream. */
+  | { kind: 'listen'; msg: JsonRpcRequest; scope: RequestScope }
+  /** A 2025-03-26 batch: run it with `runBatch`. */
+  | { kind: 'batch'; members: readonly unknown[]; scope: RequestScope };
+
+export class Inbound {
+  private readonly scopes = new WeakMap<SessionState, RequestScope>();
+
+  constructor(readonly dispatcher: McpDispatcher) {}
+
+  /** Decides what one parsed body (a message or a batch) is and where it goes. */
+  decide(body: unknown, facts: InboundFacts, sessions: SessionSource): Decision {
+    if (Array.isArray(body)) return this.decideBatch(body, facts, sessions);
+    const kind = classifyMessage(body);
+    if (kind === 'invalid')
+      return this.reject(facts, body, wireError('invalid_message'), echoableId(body));
+    if (kind === 'response') {
+      const session = sessions.find(facts);
+      if (session instanceof WireError) return this.reject(facts, body, session, null);
+      this.dispatcher.handleResponse(body as Record<string, unknown>, session);
+      return { kind: 'handled', scope: undefined };
+    }
+    const msg = body as JsonRpcRequest;
+    const isRequest = kind === 'request';
+    const route = eraOf(msg, isRequest, facts.headers);
+    if (route.kind === 'reject')
+      return this.reject(facts, body, route.error, isRequest ? msg.id : null);
+    if (route.kind === 'modern') {
+      if (!isRequest) {
+        // Stateless: a call is cancelled by closing its connection (HTTP); stdio ends listens.
+        if (msg.method === 'notifications/cancelled') facts.cancelled?.(msg.params?.requestId);
+        return { kind: 'handled', scope: undefined };
+      }
+      const scope: RequestScope = {
+        era: 'modern',
+        protocolVersion: route.version,
+        session: undefined,
+        clientCapabilities: route.clientCapabilities,
+        principal: facts.principal,
+        transport: facts.transport,
+        headers: facts.headers,
+      };
+      return { kind: msg.method === 'subscriptions/listen' ? 'listen' : 'request', msg, scope };
+    }
+    const initialize = isRequest && msg.method === 'initialize';
+    const session = initialize ? sessions.open(facts) : sessions.find(facts);
+    if (session instanceof WireError)
+      return this.reject(facts, body, session, initialize ? msg.id : null);
+    const scope = this.scopeOf(session, facts);
+    if (!isRequest) {
+      if (msg.method === 'notifications/cancelled') facts.cancelled?.(msg.params?.requestId);
+      this.dispatcher.handleNotification(msg as JsonRpcNotification, scope);
+      return { kind: 'handled', scope };
+    }
+    return { kind: 'request', msg, scope };
+  }
+
+  /** Dispatches one decided request on its channel. */
+  dispatch(decision: { msg: JsonRpcRequest; scope: RequestScope }, channel: RequestChannel) {
+    return this.dispatcher.handleRequest(decision.msg, decision.scope, channel);
+  }
+
+  /**
+   * Runs a decided batch: each member on its own channel (`channelFor`), notifications
+   * handled, invalid members answered in place. Undefined when nothing needs an answer.
+   */
+  runBatch(
+    decision: { members: readonly unknown[]; scope: RequestScope },
+    channelFor: () => RequestChannel,
+  ): Promise<string> | undefined {
+    const { members, scope } = decision;
+    const pending: Promise<string>[] = [];
+    for (const el of members) {
+      const kind = classifyMessage(el);
+      if (kind === 'request')
+        pending.push(this.dispatcher.handleRequest(el as JsonRpcRequest, scope, channelFor()));
+      else if (kind === 'notification')
+        this.dispatcher.handleNotification(el as JsonRpcNotification, scope);
+      else if (kind === 'invalid')
+        pending.push(
+          Promise.resolve(serializeWireError(echoableId(el), wireError('batch_member_invalid'))),
+        );
+    }
+    if (pending.length === 0) return undefined;
+    return Promise.all(pending).then((outs) => '[' + outs.join(',') + ']');
+  }
+
+  /** The 2025 scope of a session, made once per session and kept current. */
+  scopeOf(session: SessionState, facts: InboundFacts): RequestScope {
+    let scope = this.scopes.get(session);
+    if (scope === undefined) {
+      scope = {
+        era: 'legacy',
+        protocolVersion: session.protocolVersion,
+        session,
+        principal: session.principal,
+        transport: facts.transport,
+      };
+      this.scopes.set(session, scope);
+    }
+    scope.protocolVersion = session.protocolVersion;
+    return scope;
+  }
+
+  /** The batch rules, the same on every transport. */
+  private decideBatch(batch: unknown[], facts: InboundFacts, sessions: SessionSource): Decision {
+    if (batch.length === 0) return this.reject(facts, batch, wireError('batch_empty'), null);
+    for (const el of batch) {
+      if (!isPlainObject(el)) continue;
+      const params = el.params;
+      if (
+        isPlainObject(params) &&
+        isPlainObject(params._meta) &&
+        PROTOCOL_VERSION_META_KEY in params._meta
+      )
+        return this.reject(facts, batch, wireError('batch_modern'), null);
+      if (el.method === 'initialize')
+        return this.reject(facts, batch, wireError('batch_initialize'), null);
+    }
+    const session = sessions.find(facts);
+    if (session instanceof WireError) return this.reject(facts, batch, session, null);
+    if (!BATCH_VERSIONS.has(session.protocolVersion))
+      return this.reject(
+        facts,
+        batch,
+        wireError('batch_unsupported', { version: session.protocolVersion }),
+        null,
+      );
+    return { kind: 'batch', members: batch, scope: this.scopeOf(session, facts) };
+  }
+
+  /** A refusal, told to the observer too. */
+  private reject(
+    facts: InboundFacts,
+    body: unknown,
+    error: WireError,
+    id: JsonRpcId | null,
+  ): Decision {
+    const observer = this.dispatcher.observer;
+    if (observer !== undefined) {
+      const method =
+        isPlainObject(body) && typeof body.method === 'string'
+          ? body.method
+          : Array.isArray(body)
+            ? '(batch)'
+            : '(invalid)';
+      const params = isPlainObject(body) && isPlainObject(body.params) ? body.params : undefined;
+      const call = observeStart(
+        observer,
+        undefined,
+        facts.transport,
+        facts.principal,
+        id,
+        method,
+        params,
+      );
+      observeEnd(observer, call, 'rejected', error.code);
+    }
+    return { kind: 'reject', error, id };
+  }
+}

@@ -1,0 +1,187 @@
+/**
+ * 2026-07-28 `subscriptions/listen`: the filter a client asks for, the frames of one
+ * subscription, and the open subscriptions of a transport. One module for both transports: HTTP
+ * writes a subscription to its own SSE stream, stdio to the shared output; each keeps only how
+ * its bytes go out (`ListenWriter`).
+ */
+import type { EntryKind } from '../registry/types.js';
+import { wireError, type WireError } from '../errors.js';
+import {
+  isPlainObject,
+  serializeNotification,
+  serializeResult,
+  type JsonRpcId,
+} from './jsonrpc.js';
+import { LIST_CHANGED_METHOD, type ListChangedFanout } from './list-changed.js';
+import { SERVER_INFO_META_KEY, SUBSCRIPTION_ID_META_KEY, type Implementation } from './protocol.js';
+
+/** Default cap on open subscriptions per transport (HTTP server or stdio connection). */
+export const DEFAULT_MAX_LISTENS = 1024;
+
+/** The kinds a `subscriptions/listen` filter asks for and this server honours. */
+export interface ListenFilter {
+  toolsListChanged?: true;
+  promptsListChanged?: true;
+  resourcesListChanged?: true;
+  resourceSubscriptions?: string[];
+}
+
+/** Parses `params.notifications`; undefined when it is not a filter object. */
+export function parseListenFilter(
+  params: Record<string, unknown> | undefined,
+): ListenFilter | undefined {
+  const n = params?.notifications;
+  if (!isPlainObject(n)) return undefined;
+  const honored: ListenFilter = {};
+  if (n.toolsListChanged === true) honored.toolsListChanged = true;
+  if (n.promptsListChanged === true) honored.promptsListChanged = true;
+  if (n.resourcesListChanged === true) honored.resourcesListChanged = true;
+  const uris = n.resourceSubscriptions;
+  if (Array.isArray(uris)) {
+    const strings = uris.filter((u): u is string => typeof u === 'string');
+    if (strings.length > 0) honored.resourceSubscriptions = strings;
+  }
+  return honored;
+}
+
+export function filterKinds(filter: ListenFilter): Set<EntryKind> {
+  const kinds = new Set<EntryKind>();
+  if (filter.toolsListChanged) kinds.add('tools');
+  if (filter.promptsListChanged) kinds.add('prompts');
+  if (filter.resourcesListChanged) kinds.add('resources');
+  return kinds;
+}
+
+/** The frames of one subscription, serialised once when it opens. */
+export function listenFrames(
+  id: JsonRpcId,
+  filter: ListenFilter,
+  serverInfo: Implementation,
+): {
+  ack: string;
+  notes: Record<EntryKind, string>;
+  close: string;
+  updated: (uri: string) => string;
+} {
+  const stamp = { [SUBSCRIPTION_ID_META_KEY]: id };
+  const note = (kind: EntryKind): string =>
+    serializeNotification(LIST_CHANGED_METHOD[kind], { _meta: stamp });
+  return {
+    ack: serializeNotification('notifications/subscriptions/acknowledged', {
+      notifications: filter,
+      _meta: stamp,
+    }),
+    notes: { tools: note('tools'), prompts: note('prompts'), resources: note('resources') },
+    updated: (uri) =>
+      serializeNotification('notifications/resources/updated', { uri, _meta: stamp }),
+    close: serializeResult(id, {
+      resultType: 'complete',
+      _meta: { [SUBSCRIPTION_ID_META_KEY]: id, [SERVER_INFO_META_KEY]: serverInfo },
+    }),
+  };
+}
+
+/** Where one subscription's frames go. */
+export interface ListenWriter {
+  send(json: string): void;
+  /** Ends the subscription's stream (HTTP); a no-op where the output is shared (stdio). */
+  end(): void;
+}
+
+interface Subscription {
+  remove(): void;
+  graceful(): void;
+}
+
+/** The open subscriptions of one transport. */
+export class Listens {
+  private readonly open = new Set<Subscription>();
+  private readonly byKey = new Map<JsonRpcId, Subscription>();
+
+  constructor(
+    private readonly fanout: ListChangedFanout,
+    private readonly serverInfo: Implementation,
+    /** Registers a listener for resource updates; returns its remover. */
+    private readonly onResourceUpdated: (listener: (uri: string) => void) => () => void,
+    private readonly maxStreams = DEFAULT_MAX_LISTENS,
+  ) {}
+
+  get size(): number {
+    return this.open.size;
+  }
+
+  /**
+   * Opens a subscription for the listen request `id`; returns the error to answer instead, or
+   * undefined once `attach` has made the stream (`attach` gets the callback for its closing).
+   * With a `key`, a later `cancel(key)` (stdio's notifications/cancelled) ends it.
+   */
+  subscribe(
+    id: JsonRpcId,
+    params: Record<string, unknown> | undefined,
+    principal: string | undefined,
+    attach: (closed: () => void) => ListenWriter,
+    key?: JsonRpcId,
+  ): WireError | undefined {
+    const filter = parseListenFilter(params);
+    if (filter === undefined)
+      return wireError('invalid_params', {
+        detail:
+          "Invalid params: 'notifications' is required and must be a valid SubscriptionFilter",
+      });
+    if (this.open.size >= this.maxStreams) return wireError('subscription_limit');
+    const frames = listenFrames(id, filter, this.serverInfo);
+    const kinds = filterKinds(filter);
+    const uris = filter.resourceSubscriptions;
+    let removeSink: (() => void) | undefined;
+    let removeUpdates: (() => void) | undefined;
+    const sub: Subscription = {
+      remove: () => {
+        removeSink?.();
+        removeUpdates?.();
+        this.open.delete(sub);
+        if (key !== undefined && this.byKey.get(key) === sub) this.byKey.delete(key);
+      },
+      graceful: () => {
+        writer.send(frames.close);
+        writer.end();
+        sub.remove();
+      },
+    };
+    const writer = attach(() => sub.remove());
+    writer.send(frames.ack);
+    if (kinds.size === 0 && uris === undefined) {
+      sub.graceful();
+      return undefined;
+    }
+    if (uris !== undefined) {
+      const wanted = new Set(uris);
+      removeUpdates = this.onResourceUpdated((uri) => {
+        if (wanted.has(uri)) writer.send(frames.updated(uri));
+      });
+    }
+    removeSink = this.fanout.add({
+      kinds,
+      principal,
+      deliver: (kind) => writer.send(frames.notes[kind]),
+    });
+    this.open.add(sub);
+    if (key !== undefined) {
+      this.byKey.get(key)?.remove();
+      this.byKey.set(key, sub);
+    }
+    return undefined;
+  }
+
+  /** Ends the subscription opened under `key`, without a closing result. */
+  cancel(key: unknown): void {
+    if (typeof key !== 'string' && typeof key !== 'number') return;
+    this.byKey.get(key)?.remove();
+  }
+
+  /** Ends every subscription with the graceful-close result (shutdown). */
+  closeAll(): void {
+    for (const sub of [...this.open]) sub.graceful();
+    this.open.clear();
+    this.byKey.clear();
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * The response channel of a POSTed request: its answer goes back on the POST's response, as JSON,
+ * or as an event stream once the call sends the client something while it runs (progress, logs,
+ * 2025 server requests). 2025-11-25 sessions get resumable streams (SEP-1699).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { RequestChannel } from './channel.js';
+import { DEFAULT_RETRY_MS, ResumableStreams, type ResumableStream } from './resumable.js';
+import type { SessionRecord } from './session.js';
+
+/** The first revision whose clients understand priming events and resumption (SEP-1699). */
+const RESUMABLE_VERSION = '2025-11-25';
+
+/**
+ * The channel of one POSTed request: the POST's own response. Its abort source is made lazily: the AbortController and the
+ * response's 'close' listener exist only once a handler reads `ctx.signal` (or a cancellation
+ * arrives first); the response closing before it finished means the caller went away. A message
+ * sent while the call runs turns the response into an event stream, when the client accepts one.
+ */
+export class PostResponseChannel extends RequestChannel {
+  /** The response became an event stream: the answer goes out as its last event. */
+  streaming = false;
+  /** 2025-11-25 sessions: the stream's events are kept so the client can resume it. */
+  private resumable: ResumableStream | undefined;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly req: IncomingMessage,
+    private readonly session: SessionRecord | undefined,
+    /** Batch members share one response and cannot stream. */
+    private readonly canStream = true,
+  ) {
+    super();
+  }
+
+  protected override created(ctl: AbortController): void {
+    const res = this.res;
+    if (res.closed) {
+      if (!res.writableFinished) ctl.abort(new Error('client disconnected'));
+      return;
+    }
+    res.once('close', () => {
+      // A resumable stream outlives its connection: the client may come back for the answer.
+      if (!res.writableFinished && this.resumable === undefined)
+        ctl.abort(new Error('client disconnected'));
+    });
+  }
+
+  private upgrade(): boolean {
+    const res = this.res;
+    if (!this.canStream || res.writableEnded || res.destroyed) return false;
+    if (!(this.req.headers.accept ?? '').includes('text/event-stream')) return false;
+    const session = this.session;
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream',
+      'Cache-Control': 'no-cache, no-transform',
+      'X-Accel-Buffering': 'no',
+      ...(session === undefined ? {} : { 'Mcp-Session-Id': session.id }),
+    });
+    this.streaming = true;
+    // Priming events (empty data) confuse clients of older revisions, so only 2025-11-25 on.
+    if (session !== undefined && session.protocolVersion >= RESUMABLE_VERSION) {
+      const stream = (session.resumable ??= new ResumableStreams()).open(res);
+      this.resumable = stream;
+      stream.prime(DEFAULT_RETRY_MS);
+      res.once('close', () => stream.dropped());
+    }
+    return true;
+  }
+
+  override send(json: string): boolean {
+    if (!this.streaming) {
+      if (!this.upgrade()) return false;
+    } else if (this.resumable === undefined && (this.res.writableEnded || this.res.destroyed)) {
+      return false;
+    }
+    if (this.resumable !== undefined) this.resumable.send(json);
+    else this.res.write('event: message\ndata: ' + json + '\n\n');
+    return true;
+  }
+
+  override pollLater(retryMs: number): boolean {
+    if (!this.streaming && !this.upgrade()) return false;
+    if (this.resumable === undefined) return false;
+    this.resumable.detach(retryMs);
+    return true;
+  }
+
+  /** Ends the stream with the answer (or keeps it for the client to resume). */
+  finish(json: string): void {
+    if (this.resumable !== undefined) this.resumable.finish(json);
+    else this.res.end('event: message\ndata: ' + json + '\n\n');
+  }
+}
+

@@ -1,0 +1,109 @@
+/**
+ * Sessions and scopes: what a 2025-era session remembers between requests, how one request
+ * arrived (its era, session or envelope, principal and transport), and the session layer's
+ * interface. The layer is an interface so limits (sessions per principal, idle eviction,
+ * subscription caps, stream back-pressure, drain) and other stores (Redis for several hub
+ * instances) can sit behind it; `legacy-sessions.ts` is today's in-process implementation.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { JsonRpcId } from './jsonrpc.js';
+import type { ResumableStreams } from './resumable.js';
+import type { SseStream } from './sse.js';
+import type { Abortable } from './abort.js';
+import { LATEST_LEGACY_VERSION } from './protocol.js';
+
+/** A 2025-era request the server sent the client and the client has not answered yet. */
+export interface OutgoingRequest {
+  resolve(result: Record<string, unknown>): void;
+  reject(err: Error): void;
+}
+
+/** What a 2025-era session remembers between requests (HTTP session or the one stdio peer). */
+export interface SessionState {
+  /** The `Mcp-Session-Id`; undefined for stdio. */
+  readonly id: string | undefined;
+  protocolVersion: string;
+  initialized: boolean;
+  logLevel: string | undefined;
+  clientInfo: unknown;
+  clientCapabilities: Record<string, unknown> | undefined;
+  /** Who the session acts for; feeds `DispatcherOptions.filterFor`. */
+  principal: string | undefined;
+  /** Requests still running, so `notifications/cancelled` can abort them. */
+  readonly inflight: Map<JsonRpcId, Abortable>;
+  /** Requests this server sent the client (sampling, elicitation), made at the first one. */
+  outgoing?: Map<JsonRpcId, OutgoingRequest>;
+  /** Resource URIs the client subscribed to, made at the first subscription. */
+  subscriptions?: Set<string>;
+}
+
+export function newSessionState(
+  id: string | undefined,
+  protocolVersion = LATEST_LEGACY_VERSION,
+): SessionState {
+  return {
+    id,
+    protocolVersion,
+    initialized: false,
+    logLevel: undefined,
+    clientInfo: undefined,
+    clientCapabilities: undefined,
+    principal: undefined,
+    inflight: new Map(),
+  };
+}
+
+/** One 2025 HTTP session record: the state plus its streams. */
+export interface SessionRecord extends SessionState {
+  readonly id: string;
+  lastSeen: number;
+  /** The standalone GET stream, when the client opened one. */
+  stream: SseStream | undefined;
+  /** POST streams a client may resume with Last-Event-ID (2025-11-25), made at the first. */
+  resumable?: ResumableStreams;
+}
+
+/** The transports the inbound layer serves. */
+export type TransportName = 'http' | 'stdio';
+
+/** How one request arrived: its era, and the session (2025) or envelope (2026) it carries. */
+export interface RequestScope {
+  era: 'legacy' | 'modern';
+  protocolVersion: string;
+  session: SessionState | undefined;
+  /** 2026-07-28: the capabilities the request's envelope declares. */
+  clientCapabilities?: Record<string, unknown> | undefined;
+  principal?: string | undefined;
+  /** Which transport carried it (default http). */
+  transport?: TransportName;
+  /** 2026-07-28 over HTTP: the request's headers, for the tool parameter-header check. */
+  headers?: IncomingHttpHeaders | undefined;
+}
+
+/**
+ * The session layer: where 2025 sessions live and how server-to-client messages reach them.
+ * Every method is synchronous today; an implementation over a shared store keeps local records
+ * as a cache and publishes through `bus`.
+ */
+export interface SessionLayer {
+  readonly size: number;
+  /** A new session for `principal`, or undefined when none may be made now. */
+  create(principal: string | undefined): SessionRecord | undefined;
+  /** Looks a session up and marks it active. */
+  touch(id: string): SessionRecord | undefined;
+  values(): IterableIterator<SessionRecord>;
+  delete(id: string): boolean;
+  /** Ends every session `pred` picks (say, those of a revoked principal); returns how many. */
+  deleteWhere(pred: (s: SessionRecord) => boolean): number;
+  /** The message bus: server-to-client messages addressed to sessions, not to streams. */
+  readonly bus: SessionBus;
+  closeAll(): void;
+}
+
+/** Server-to-client messages for sessions (resource updates; later, cross-instance delivery). */
+export interface SessionBus {
+  /** Sends one serialised message on the session's standalone stream; false when it has none. */
+  send(session: SessionRecord, json: string): boolean;
+  /** Sends `json` to every session whose subscriptions hold `uri`. */
+  resourceUpdated(uri: string, json: () => string): void;
+}
