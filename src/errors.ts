@@ -65,8 +65,7 @@ export const WIRE_ERRORS = {
   batch_unsupported: {
     code: INVALID_REQUEST,
     status: 400,
-    message:
-      'Invalid Request: JSON-RPC batches are not supported on protocol revision {version}',
+    message: 'Invalid Request: JSON-RPC batches are not supported on protocol revision {version}',
   },
   line_too_large: {
     code: INVALID_REQUEST,

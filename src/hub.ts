@@ -7,7 +7,7 @@ import { Registry } from './registry/registry.js';
 import { PluginHost } from './plugins/plugin-host.js';
 import { registerCodeMode, type ExecuteOptions } from './execute/index.js';
 import type { SessionViews } from './lua-api/index.js';
-import { registerHubStatus } from './upstream/hub-status.js';
+import { registerHubStatus } from './hub-status.js';
 import { upstreamsOf } from './upstream/manager.js';
 
 export interface HubOptions {

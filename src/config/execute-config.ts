@@ -1,8 +1,9 @@
 /**
  * The config file's `execute` key: the `execute` built-in on or off and its limits, in the file's
- * snake_case, turned into the options the built-in takes (src/execute/options.ts).
+ * snake_case, turned into the camelCase options the built-in takes (src/execute/options.ts, which
+ * config/ does not import: the shape is derived from the file's keys, and the compiler checks it
+ * against the built-in's where the CLI hands it over).
  */
-import type { ExecuteOptions } from '../execute/options.js';
 
 /** `execute:` in the config file; `false` leaves the tool out, like `enabled: false`. */
 export interface ExecuteConfig {
@@ -22,20 +23,18 @@ export interface ExecuteConfig {
   root?: string;
 }
 
-const KEYS: Record<keyof Omit<ExecuteConfig, 'enabled'>, keyof ExecuteOptions> = {
-  timeout_ms: 'timeoutMs',
-  max_timeout_ms: 'maxTimeoutMs',
-  instructions: 'instructions',
-  memory_bytes: 'memoryBytes',
-  output_bytes: 'outputBytes',
-  result_bytes: 'resultBytes',
-  max_calls: 'maxCalls',
-  max_concurrent_calls: 'maxConcurrentCalls',
-  workers: 'workers',
-  max_queued: 'maxQueued',
-  grace_ms: 'graceMs',
-  root: 'root',
+type CamelCase<S extends string> = S extends `${infer H}_${infer T}`
+  ? `${H}${Capitalize<CamelCase<T>>}`
+  : S;
+
+/** The built-in's options as the config file gives them: each key of `ExecuteConfig`, camelCased. */
+export type ExecuteSettings = {
+  [K in keyof ExecuteConfig as CamelCase<K & string>]?: ExecuteConfig[K];
 };
+
+function camel(key: string): string {
+  return key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+}
 
 /** Default of the wall time when only `max_timeout_ms` is set (src/execute/options.ts). */
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -44,15 +43,12 @@ const DEFAULT_TIMEOUT_MS = 30_000;
  * The built-in's options from the file's section (already checked against the schema). The
  * one rule the schema cannot state, a default wall time above the ceiling, is checked here.
  */
-export function executeOptionsOf(section: ExecuteConfig | false | undefined): ExecuteOptions {
+export function executeOptionsOf(section: ExecuteConfig | false | undefined): ExecuteSettings {
   if (section === undefined) return {};
   if (section === false) return { enabled: false };
   const out: Record<string, unknown> = {};
-  if (section.enabled !== undefined) out.enabled = section.enabled;
-  for (const [key, option] of Object.entries(KEYS)) {
-    const value = section[key as keyof typeof KEYS];
-    if (value !== undefined) out[option] = value;
-  }
+  for (const [key, value] of Object.entries(section))
+    if (value !== undefined) out[camel(key)] = value;
   const max = section.max_timeout_ms;
   if (max !== undefined && section.timeout_ms !== undefined && section.timeout_ms > max)
     throw new Error(
@@ -61,5 +57,5 @@ export function executeOptionsOf(section: ExecuteConfig | false | undefined): Ex
   // A ceiling below the default wall time lowers the default with it.
   if (max !== undefined && section.timeout_ms === undefined && max < DEFAULT_TIMEOUT_MS)
     out.timeoutMs = max;
-  return out as ExecuteOptions;
+  return out as ExecuteSettings;
 }

@@ -4,8 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { loadConfig, type AuthMode, type HubConfig } from './config.js';
-import { executeOptionsOf } from './execute-config.js';
-import type { ExecuteOptions } from '../execute/options.js';
+import { executeOptionsOf, type ExecuteSettings } from './execute-config.js';
 
 export interface SettingsFlags {
   plugins?: string[];
@@ -32,7 +31,7 @@ export interface Settings {
   /** The endpoint URL given by --url or public_url; otherwise derived once the port is known. */
   publicUrl: string | undefined;
   /** The `execute` built-in's options from the config file (`enabled: false` leaves it out). */
-  execute: ExecuteOptions;
+  execute: ExecuteSettings;
 }
 
 const DEFAULT_PORT = 8848;

@@ -117,8 +117,7 @@ export function resumeRound(
   const known: Record<string, unknown> = {};
   const state = params.requestState;
   if (state !== undefined) {
-    if (typeof state !== 'string')
-      throw invalidState('requestState must be a string');
+    if (typeof state !== 'string') throw invalidState('requestState must be a string');
     const dot = state.lastIndexOf('.');
     const payload = dot > 0 ? state.slice(0, dot) : '';
     const mac = Buffer.from(dot > 0 ? state.slice(dot + 1) : '');

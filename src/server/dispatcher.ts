@@ -9,7 +9,7 @@ import { RegistryError } from '../registry/errors.js';
 import type { Registry } from '../registry/registry.js';
 import type { CallContext, OwnerFilter } from '../registry/types.js';
 import { RequestPeer, settleOutgoing } from './call-peer.js';
-import { INPUT_METHODS, RequestChannel, inputBinding, resumeRound } from './channel.js';
+import { INPUT_METHODS, inputBinding, resumeRound, type RequestChannel } from './channel.js';
 import {
   isPlainObject,
   serializeError,
@@ -60,7 +60,11 @@ export interface McpDispatcher {
   readonly capabilities: Record<string, unknown>;
   readonly observer: CallObserver | undefined;
   /** Answers one request; never throws. The channel backs the handler's signal and peer. */
-  handleRequest(msg: JsonRpcRequest, scope: RequestScope, channel?: RequestChannel): Promise<string>;
+  handleRequest(
+    msg: JsonRpcRequest,
+    scope: RequestScope,
+    channel?: RequestChannel,
+  ): Promise<string>;
   /** Handles one notification (initialized, cancelled); never throws. */
   handleNotification(msg: JsonRpcNotification, scope: RequestScope): void;
   /** Routes a client's response to the server request it answers; false if none waits. */
@@ -79,22 +83,44 @@ export function createMcpDispatcher(
   registry: Registry,
   opts: DispatcherOptions = {},
 ): McpDispatcher {
-  const pageSize =
-    opts.pageSize && opts.pageSize > 0 ? Math.floor(opts.pageSize) : DEFAULT_PAGE_SIZE;
-  const serverInfo: Implementation = opts.serverInfo ?? {
-    name: 'moonhub',
-    version: packageVersion(),
-  };
-  const capabilities = CAPABILITIES;
-  const { filterFor, contextFor, onError, observer } = opts;
-  const hubId = registry.hubId;
-  const serverInfoMeta = { [SERVER_INFO_META_KEY]: serverInfo };
-  const modernSuffix = '"resultType":"complete","_meta":' + JSON.stringify(serverInfoMeta);
+  return new Dispatcher(registry, opts);
+}
 
-  function contextOf(call: Call): CallContext {
+/** The dispatcher: the method table over one registry, and how answers and errors are shaped. */
+class Dispatcher implements McpDispatcher {
+  readonly serverInfo: Implementation;
+  readonly capabilities = CAPABILITIES;
+  readonly observer: CallObserver | undefined;
+  private readonly methods: Record<string, MethodHandler>;
+  private readonly serverInfoMeta: Record<string, unknown>;
+  private readonly modernSuffix: string;
+
+  constructor(
+    readonly registry: Registry,
+    private readonly opts: DispatcherOptions,
+  ) {
+    const pageSize =
+      opts.pageSize && opts.pageSize > 0 ? Math.floor(opts.pageSize) : DEFAULT_PAGE_SIZE;
+    this.serverInfo = opts.serverInfo ?? { name: 'moonhub', version: packageVersion() };
+    this.observer = opts.observer;
+    this.serverInfoMeta = { [SERVER_INFO_META_KEY]: this.serverInfo };
+    this.modernSuffix = '"resultType":"complete","_meta":' + JSON.stringify(this.serverInfoMeta);
+    this.methods = createMethods({
+      registry,
+      pageSize,
+      serverInfo: this.serverInfo,
+      capabilities: this.capabilities,
+      instructions: opts.instructions,
+      contextOf: (call) => this.contextOf(call),
+    });
+  }
+
+  /** The handler's CallContext: who calls, its view, its signal and its way back to the client. */
+  private contextOf(call: Call): CallContext {
     // Own getters (not prototype ones) so `{ ...ctx }` copies them too; the peer is made only
     // when a handler talks back to its client.
     const { scope, channel, id, params, method } = call;
+    const hubId = this.registry.hubId;
     let peer: RequestPeer | undefined;
     const ctx: CallContext =
       channel === undefined
@@ -120,7 +146,7 @@ export function createMcpDispatcher(
     const principal = scope.principal ?? session?.principal;
     if (principal !== undefined) ctx.principal = principal;
     if (call.filter !== undefined) ctx.filter = call.filter;
-    contextFor?.(scope, ctx);
+    this.opts.contextFor?.(scope, ctx);
     if (call.observed !== undefined) {
       call.observed.agent = ctx.agent_name;
       call.observed.target = ctx.target;
@@ -128,22 +154,13 @@ export function createMcpDispatcher(
     return ctx;
   }
 
-  const methods: Record<string, MethodHandler> = createMethods({
-    registry,
-    pageSize,
-    serverInfo,
-    capabilities,
-    instructions: opts.instructions,
-    contextOf,
-  });
-
   /** Shapes a 2026-07-28 result: `resultType`, cache hints where required, serverInfo in `_meta`. */
-  function modernResult(method: string, result: Record<string, unknown>): Record<string, unknown> {
+  private modernResult(method: string, result: Record<string, unknown>): Record<string, unknown> {
     const meta = result._meta;
     const out: Record<string, unknown> = {
       ...result,
       resultType: typeof result.resultType === 'string' ? result.resultType : 'complete',
-      _meta: isPlainObject(meta) ? { ...meta, ...serverInfoMeta } : serverInfoMeta,
+      _meta: isPlainObject(meta) ? { ...meta, ...this.serverInfoMeta } : this.serverInfoMeta,
     };
     if (CACHEABLE_METHODS.has(method)) {
       // ttlMs 0: entries change whenever plugins reload, so clients must not serve stale lists.
@@ -154,11 +171,11 @@ export function createMcpDispatcher(
   }
 
   /** Serialises a successful result for the request's era. */
-  function answerOf(call: Call, result: Record<string, unknown>): string {
+  private answerOf(call: Call, result: Record<string, unknown>): string {
     const { id, method } = call;
     if (call.scope.era !== 'modern') return serializeResult(id, result);
     const asked = call.channel?.round?.result;
-    if (asked !== undefined) return serializeResult(id, modernResult(method, asked));
+    if (asked !== undefined) return serializeResult(id, this.modernResult(method, asked));
     if (
       result._meta === undefined &&
       result.resultType === undefined &&
@@ -173,16 +190,16 @@ export function createMcpDispatcher(
           JSON.stringify(id) +
           ',"result":' +
           (inner === '{}' ? '{' : inner.slice(0, -1) + ',') +
-          modernSuffix +
+          this.modernSuffix +
           '}}'
         );
       }
     }
-    return serializeResult(id, modernResult(method, result));
+    return serializeResult(id, this.modernResult(method, result));
   }
 
   /** The wire error a thrown value becomes; anything unregistered is an internal error. */
-  function wireErrorOf(err: unknown, scope: RequestScope): WireError {
+  private wireErrorOf(err: unknown, scope: RequestScope): WireError {
     if (err instanceof WireError) return err;
     if (err instanceof RegistryError) {
       switch (err.code) {
@@ -203,12 +220,12 @@ export function createMcpDispatcher(
           break;
       }
     }
-    onError?.(err);
+    this.opts.onError?.(err);
     return wireError('internal_error');
   }
 
-  function errorAnswer(call: Call, err: unknown): string {
-    const wire = wireErrorOf(err, call.scope);
+  private errorAnswer(call: Call, err: unknown): string {
+    const wire = this.wireErrorOf(err, call.scope);
     // Transports that map codes to statuses (2026-07-28 over HTTP) read it from the channel.
     if (call.channel !== undefined && modernStatusOf(wire.code) !== 200)
       call.channel.errorCode = wire.code;
@@ -216,19 +233,20 @@ export function createMcpDispatcher(
     return serializeError(call.id, wire.code, wire.message, wire.data);
   }
 
-  function allowed(method: string, scope: RequestScope): MethodHandler | undefined {
+  private handlerOf(method: string, scope: RequestScope): MethodHandler | undefined {
+    const methods = this.methods;
     const handler = Object.hasOwn(methods, method) ? methods[method] : undefined;
     if (handler === undefined) return undefined;
     if (scope.era === 'modern') return MODERN_METHODS.has(method) ? handler : undefined;
     return method !== 'server/discover' && method !== 'subscriptions/listen' ? handler : undefined;
   }
 
-  async function run(call: Call, handler: MethodHandler): Promise<string> {
-    const { scope, channel, id, method } = call;
+  private async run(call: Call, handler: MethodHandler): Promise<string> {
+    const { scope, channel, id, method, observed } = call;
     const session = scope.session;
     if (channel && session) session.inflight.set(id, channel);
     try {
-      call.filter = filterFor?.(scope);
+      call.filter = this.opts.filterFor?.(scope);
       if (
         scope.era === 'modern' &&
         channel !== undefined &&
@@ -240,17 +258,17 @@ export function createMcpDispatcher(
       let result = handler(call);
       if (result instanceof Promise) result = await result;
       if (!isPlainObject(result)) throw new Error(`${method} handler returned a non-object result`);
-      if (call.observed !== undefined) call.observed.outcome = outcomeOf(result, call);
-      return answerOf(call, result);
+      if (observed !== undefined) observed.outcome = outcomeOf(result, call);
+      return this.answerOf(call, result);
     } catch (err) {
       // A handler stopped because its input round ended (prompts/get, resources/read throw).
       const asked = channel?.round?.result;
       if (asked !== undefined && scope.era === 'modern') {
-        if (call.observed !== undefined) call.observed.outcome = 'input_required';
-        return serializeResult(id, modernResult(method, asked));
+        if (observed !== undefined) observed.outcome = 'input_required';
+        return serializeResult(id, this.modernResult(method, asked));
       }
-      if (call.observed !== undefined) call.observed.outcome = 'error';
-      return errorAnswer(call, err);
+      if (observed !== undefined) observed.outcome = 'error';
+      return this.errorAnswer(call, err);
     } finally {
       if (channel && session && session.inflight.get(id) === channel) session.inflight.delete(id);
       // Server requests the client never answered must not outlive the call (they wait on it).
@@ -258,74 +276,50 @@ export function createMcpDispatcher(
     }
   }
 
-  function handleRequest(
-    msg: JsonRpcRequest,
-    scope: RequestScope,
-    channel?: RequestChannel,
-  ): Promise<string> {
+  handleRequest(msg: JsonRpcRequest, scope: RequestScope, channel?: RequestChannel) {
     const { id, method } = msg;
-    const params = msg.params ?? EMPTY;
+    const observer = this.observer;
     const observed =
       observer === undefined
         ? undefined
         : observeStart(observer, scope, 'http', undefined, id, method, msg.params);
-    const handler = allowed(method, scope);
+    const handler = this.handlerOf(method, scope);
     if (handler === undefined) {
       const err = wireError('method_not_found', { method });
       if (channel !== undefined) channel.errorCode = err.code;
       if (observed !== undefined) observeEnd(observer!, observed, 'error', err.code);
       return Promise.resolve(serializeError(id, err.code, err.message));
     }
-    const call: Call = {
-      id,
-      method,
-      params,
-      scope,
-      channel,
-      filter: undefined,
-      observed,
-    };
-    if (observed === undefined) return run(call, handler);
-    return run(call, handler).then((out) => {
+    const params = msg.params ?? EMPTY;
+    const call: Call = { id, method, params, scope, channel, filter: undefined, observed };
+    if (observed === undefined) return this.run(call, handler);
+    return this.run(call, handler).then((out) => {
       observeEnd(observer!, observed, observed.outcome ?? 'ok', observed.errorCode);
       return out;
     });
   }
 
-  function handleNotification(msg: JsonRpcNotification, scope: RequestScope): void {
+  handleNotification(msg: JsonRpcNotification, scope: RequestScope): void {
     const session = scope.session;
-    switch (msg.method) {
-      case 'notifications/initialized':
-        if (session) session.initialized = true;
-        return;
-      case 'notifications/cancelled': {
-        const requestId = msg.params?.requestId;
-        if (session && (typeof requestId === 'string' || typeof requestId === 'number')) {
-          const ctl = session.inflight.get(requestId);
-          if (ctl) {
-            session.inflight.delete(requestId);
-            ctl.abort(
-              new Error(typeof msg.params?.reason === 'string' ? msg.params.reason : 'cancelled'),
-            );
-          }
-        }
-        return;
-      }
-      default:
-        // Unknown notifications are ignored, as JSON-RPC asks.
-        return;
+    if (session === undefined) return;
+    if (msg.method === 'notifications/initialized') {
+      session.initialized = true;
+    } else if (msg.method === 'notifications/cancelled') {
+      const requestId = msg.params?.requestId;
+      if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
+      const ctl = session.inflight.get(requestId);
+      if (ctl === undefined) return;
+      session.inflight.delete(requestId);
+      ctl.abort(
+        new Error(typeof msg.params?.reason === 'string' ? msg.params.reason : 'cancelled'),
+      );
     }
+    // Unknown notifications are ignored, as JSON-RPC asks.
   }
 
-  return {
-    registry,
-    serverInfo,
-    capabilities,
-    observer,
-    handleRequest,
-    handleNotification,
-    handleResponse: (msg, session) => settleOutgoing(session, msg),
-  };
+  handleResponse(msg: Record<string, unknown>, session: SessionState): boolean {
+    return settleOutgoing(session, msg);
+  }
 }
 
 function outcomeOf(result: Record<string, unknown>, call: Call): ObservedCall['outcome'] {

@@ -27,7 +27,11 @@ export function header(headers: IncomingHttpHeaders, name: string): string | und
 }
 
 export function mismatchError(detail: string, headerValue: string): WireError {
-  return wireError('header_mismatch', { detail }, { mismatch: { header: headerValue, body: detail } });
+  return wireError(
+    'header_mismatch',
+    { detail },
+    { mismatch: { header: headerValue, body: detail } },
+  );
 }
 
 function mismatch(detail: string, headerValue: string): EraRoute {
@@ -107,39 +111,15 @@ export function eraOf(
         '(missing)',
       );
     }
-    const field = Object.hasOwn(MCP_NAME_SOURCE, method) ? MCP_NAME_SOURCE[method] : undefined;
-    if (field !== undefined) {
-      const bodyValue = typeof params![field] === 'string' ? (params![field] as string) : undefined;
-      const mn = header(headers, 'mcp-name');
-      if (mn === undefined) {
-        if (bodyValue !== undefined) {
-          return mismatch(
-            `the body carries params.${field}="${bodyValue}" but the required Mcp-Name header is absent`,
-            '(missing)',
-          );
-        }
-      } else {
-        const decoded = decodeHeaderValue(mn);
-        if (decoded === undefined)
-          return mismatch('the Mcp-Name header carries an invalid Base64 sentinel value', mn);
-        if (bodyValue !== undefined && decoded !== bodyValue) {
-          return mismatch(
-            `the body carries params.${field}="${bodyValue}" but the Mcp-Name header names "${decoded}"`,
-            mn,
-          );
-        }
-      }
-    }
+    const bad = nameHeaderProblem(method, params!, headers);
+    if (bad !== undefined) return bad;
   }
   return modernOrUnsupported(claimed, isPlainObject(caps) ? caps : undefined);
 }
 
 const LEGACY: EraRoute = { kind: 'legacy' };
 
-function modernOrUnsupported(
-  version: string,
-  caps: Record<string, unknown> | undefined,
-): EraRoute {
+function modernOrUnsupported(version: string, caps: Record<string, unknown> | undefined): EraRoute {
   if (MODERN_PROTOCOL_VERSIONS.includes(version))
     return { kind: 'modern', version, clientCapabilities: caps };
   return {
@@ -151,7 +131,6 @@ function modernOrUnsupported(
     ),
   };
 }
-
 
 /** The era of a message on a transport without headers: its envelope's claim alone. */
 function envelopeEra(
@@ -184,4 +163,34 @@ function capsProblem(caps: unknown): EraRoute {
     `Invalid _meta envelope for protocol revision 2026-07-28: ${CLIENT_CAPABILITIES_META_KEY}: ${problem}`,
     { envelope: { key: CLIENT_CAPABILITIES_META_KEY, problem } },
   );
+}
+
+/** 2026-07-28: the `Mcp-Name` header must mirror the name or URI the body carries. */
+function nameHeaderProblem(
+  method: string,
+  params: Record<string, unknown>,
+  headers: IncomingHttpHeaders,
+): EraRoute | undefined {
+  const field = Object.hasOwn(MCP_NAME_SOURCE, method) ? MCP_NAME_SOURCE[method] : undefined;
+  if (field === undefined) return undefined;
+  const bodyValue = typeof params[field] === 'string' ? (params[field] as string) : undefined;
+  const mn = header(headers, 'mcp-name');
+  if (mn === undefined) {
+    return bodyValue === undefined
+      ? undefined
+      : mismatch(
+          `the body carries params.${field}="${bodyValue}" but the required Mcp-Name header is absent`,
+          '(missing)',
+        );
+  }
+  const decoded = decodeHeaderValue(mn);
+  if (decoded === undefined)
+    return mismatch('the Mcp-Name header carries an invalid Base64 sentinel value', mn);
+  if (bodyValue !== undefined && decoded !== bodyValue) {
+    return mismatch(
+      `the body carries params.${field}="${bodyValue}" but the Mcp-Name header names "${decoded}"`,
+      mn,
+    );
+  }
+  return undefined;
 }

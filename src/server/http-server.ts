@@ -4,96 +4,42 @@
  * GET/DELETE of 2025 sessions. What a message means (era, session, batch and envelope rules) is
  * the inbound layer's (`inbound.ts`).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { wireError, WireError, modernStatusOf } from '../errors.js';
 import type { Registry } from '../registry/registry.js';
 import type { EntryKind } from '../registry/types.js';
-import { createMcpDispatcher, type DispatcherOptions, type McpDispatcher } from './dispatcher.js';
+import { createMcpDispatcher, type McpDispatcher } from './dispatcher.js';
 import { BodyReader } from './http-body.js';
-import {
-  accepted,
-  headerOf,
-  respond,
-  sendError,
-  sendJson,
-} from './http-reply.js';
+import { accepted, headerOf, respond, sendError, sendJson } from './http-reply.js';
+import type {
+  AuthVerdict,
+  HttpHandlerOptions,
+  HttpServerHandle,
+  HttpServerOptions,
+  McpHttpHandler,
+} from './http-options.js';
 import { HttpRoutes, type HttpRoute } from './http-routes.js';
 import { Inbound, type InboundFacts, type SessionSource } from './inbound.js';
 import { serializeNotification, serializeWireError, type JsonRpcRequest } from './jsonrpc.js';
-import {
-  LegacySessionStore,
-  type LegacySession,
-  type SessionStoreOptions,
-} from './legacy-sessions.js';
-import {
-  ALL_KINDS,
-  LIST_CHANGED_METHOD,
-  ListChangedFanout,
-  type FanoutOptions,
-} from './list-changed.js';
+import { LegacySessionStore, type LegacySession } from './legacy-sessions.js';
+import { ALL_KINDS, LIST_CHANGED_METHOD, ListChangedFanout } from './list-changed.js';
 import { Listens } from './listen.js';
-import { createRequestGuard, type OriginPolicy } from './origin.js';
+import { createRequestGuard } from './origin.js';
 import { PostResponseChannel } from './post-channel.js';
 import { DEFAULT_MAX_BODY_BYTES, LEGACY_PROTOCOL_VERSIONS } from './protocol.js';
 import type { RequestScope, SessionLayer } from './session.js';
 import { SseStream } from './sse.js';
 
 export { DEFAULT_MAX_BODY_BYTES };
-export type { HttpRoute };
-
-/** What `HttpHandlerOptions.authenticate` decided: who is calling, or the refusal to send. */
-export type AuthVerdict =
-  | { ok: true; principal: string | undefined }
-  | { ok: false; status: number; headers?: Record<string, string>; body: string };
-
-export interface HttpHandlerOptions
-  extends DispatcherOptions, OriginPolicy, SessionStoreOptions, FanoutOptions {
-  /** The MCP endpoint path (default `/mcp`). */
-  path?: string;
-  /**
-   * Authentication, after the Host/Origin check and before anything else. The principal rides
-   * in the RequestScope; a 2025 session belongs to the principal that created it. Default: none.
-   */
-  authenticate?: (req: IncomingMessage) => AuthVerdict | Promise<AuthVerdict>;
-  /** Largest accepted POST body in bytes (default 4 MiB). */
-  maxBodyBytes?: number;
-  /** Reuse a dispatcher (e.g. shared with stdio); otherwise one is made from the options. */
-  dispatcher?: McpDispatcher;
-  /** The session layer (default: the in-process `LegacySessionStore`). */
-  sessions?: SessionLayer;
-}
-
-export interface HttpServerOptions extends HttpHandlerOptions {
-  /** Interface to bind (default 127.0.0.1). */
-  host?: string;
-  /** Extra routes answered before the MCP endpoint (see http-routes.ts). */
-  routes?: HttpRoute[];
-  /** Answers requests outside the MCP endpoint (admin API, metadata); true when it answered. */
-  otherRoutes?: (req: IncomingMessage, res: ServerResponse) => boolean;
-  /** Port (default 0: any free port). */
-  port?: number;
-}
-
-export interface McpHttpHandler {
-  /** Handles one request on the MCP endpoint; answers 404 for other paths. */
-  handle(req: IncomingMessage, res: ServerResponse): void;
-  readonly dispatcher: McpDispatcher;
-  readonly sessions: SessionLayer;
-  readonly fanout: ListChangedFanout;
-  /** Ends every stream and session; the listen streams get their graceful-close result. */
-  close(): void;
-}
-
-export interface HttpServerHandle {
-  url: string;
-  port: number;
-  server: Server;
-  handler: McpHttpHandler;
-  /** Adds a route before the MCP endpoint; returns its remover. */
-  addRoute(route: HttpRoute): () => void;
-  close(): Promise<void>;
-}
+export type {
+  AuthVerdict,
+  HttpHandlerOptions,
+  HttpRoute,
+  HttpServerHandle,
+  HttpServerOptions,
+  McpHttpHandler,
+};
 
 const PRINCIPAL = Symbol('moonhub.principal');
 type AuthedRequest = IncomingMessage & { [PRINCIPAL]?: string };

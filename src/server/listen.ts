@@ -132,12 +132,11 @@ export class Listens {
     const frames = listenFrames(id, filter, this.serverInfo);
     const kinds = filterKinds(filter);
     const uris = filter.resourceSubscriptions;
-    let removeSink: (() => void) | undefined;
-    let removeUpdates: (() => void) | undefined;
+    // Listener removers, filled once the stream is open.
+    const removers: (() => void)[] = [];
     const sub: Subscription = {
       remove: () => {
-        removeSink?.();
-        removeUpdates?.();
+        for (const remove of removers.splice(0)) remove();
         this.open.delete(sub);
         if (key !== undefined && this.byKey.get(key) === sub) this.byKey.delete(key);
       },
@@ -155,15 +154,15 @@ export class Listens {
     }
     if (uris !== undefined) {
       const wanted = new Set(uris);
-      removeUpdates = this.onResourceUpdated((uri) => {
-        if (wanted.has(uri)) writer.send(frames.updated(uri));
-      });
+      removers.push(
+        this.onResourceUpdated((uri) => {
+          if (wanted.has(uri)) writer.send(frames.updated(uri));
+        }),
+      );
     }
-    removeSink = this.fanout.add({
-      kinds,
-      principal,
-      deliver: (kind) => writer.send(frames.notes[kind]),
-    });
+    removers.push(
+      this.fanout.add({ kinds, principal, deliver: (kind) => writer.send(frames.notes[kind]) }),
+    );
     this.open.add(sub);
     if (key !== undefined) {
       this.byKey.get(key)?.remove();

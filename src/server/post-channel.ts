@@ -92,4 +92,3 @@ export class PostResponseChannel extends RequestChannel {
     else this.res.end('event: message\ndata: ' + json + '\n\n');
   }
 }
-

@@ -68,8 +68,7 @@ class LineReader {
     while (nl !== -1) {
       const part = buf.subarray(0, nl);
       if (!this.skipping) {
-        const line =
-          this.bufferedBytes === 0 ? part : Buffer.concat([...this.buffered, part]);
+        const line = this.bufferedBytes === 0 ? part : Buffer.concat([...this.buffered, part]);
         if (this.bufferedBytes + part.length <= this.maxLine) this.onLine(line.toString('utf8'));
         else this.onTooLong();
       }
@@ -144,7 +143,8 @@ class StdioTransport implements StdioServer, InboundFacts {
         kinds: ALL_KINDS,
         principal: opts.principal,
         deliver: (kind: EntryKind) => {
-          if (this.session.initialized) this.write(serializeNotification(LIST_CHANGED_METHOD[kind]));
+          if (this.session.initialized)
+            this.write(serializeNotification(LIST_CHANGED_METHOD[kind]));
         },
       }),
     );
@@ -199,9 +199,7 @@ class StdioTransport implements StdioServer, InboundFacts {
         void this.inbound.dispatch(decision, new StdioChannel(this.write)).then(this.write);
         return;
       case 'batch':
-        void this.inbound
-          .runBatch(decision, () => new StdioChannel(this.write))
-          ?.then(this.write);
+        void this.inbound.runBatch(decision, () => new StdioChannel(this.write))?.then(this.write);
         return;
     }
   }
