@@ -10,7 +10,12 @@ import type { EntryKind } from '../registry/types.js';
 import { RequestChannel } from './channel.js';
 import { createMcpDispatcher, type DispatcherOptions, type McpDispatcher } from './dispatcher.js';
 import { Inbound, type InboundFacts, type SessionSource } from './inbound.js';
-import { serializeNotification, serializeWireError } from './jsonrpc.js';
+import {
+  serializeNotification,
+  serializeWireError,
+  type JsonRpcId,
+  type JsonRpcRequest,
+} from './jsonrpc.js';
 import {
   ALL_KINDS,
   LIST_CHANGED_METHOD,
@@ -19,7 +24,7 @@ import {
 } from './list-changed.js';
 import { Listens, type ListenWriter } from './listen.js';
 import { DEFAULT_MAX_BODY_BYTES } from './protocol.js';
-import { newSessionState, type SessionState } from './session.js';
+import { newSessionState, type RequestScope, type SessionState } from './session.js';
 
 /** One stdio request's channel: its messages go out as lines of the shared output. */
 class StdioChannel extends RequestChannel {
@@ -103,6 +108,7 @@ class StdioTransport implements StdioServer, InboundFacts {
   private readonly listens: Listens;
   private readonly lines: LineReader;
   private readonly removers: (() => void)[] = [];
+  private readonly modernInflight = new Map<JsonRpcId, RequestChannel>();
   private open = true;
   private resolveClosed!: () => void;
   private readonly onData = (chunk: Buffer | string): void => this.lines.push(chunk);
@@ -155,9 +161,17 @@ class StdioTransport implements StdioServer, InboundFacts {
     opts.output.on('error', () => this.close());
   }
 
-  /** A `notifications/cancelled` ends the listen stream it names. */
+  /**
+   * A `notifications/cancelled` ends the listen stream it names, or aborts the 2026-07-28
+   * request it names (2025 requests are cancelled through their session).
+   */
   cancelled(requestId: unknown): void {
     this.listens.cancel(requestId);
+    if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
+    const channel = this.modernInflight.get(requestId);
+    if (channel === undefined) return;
+    this.modernInflight.delete(requestId);
+    channel.abort(new Error('cancelled'));
   }
 
   /** One peer, one 2025 session: `initialize` (re)starts it, everything else is in it. */
@@ -194,14 +208,27 @@ class StdioTransport implements StdioServer, InboundFacts {
         return;
       }
       case 'request':
-        // A channel per request: notifications/cancelled aborts it, and messages sent while
-        // the call runs go out as lines before its answer.
-        void this.inbound.dispatch(decision, new StdioChannel(this.write)).then(this.write);
-        return;
+        return this.request(decision);
       case 'batch':
         void this.inbound.runBatch(decision, () => new StdioChannel(this.write))?.then(this.write);
         return;
     }
+  }
+
+  /**
+   * Runs one request on a channel of its own: notifications/cancelled aborts it, and messages
+   * sent while the call runs go out as lines before its answer.
+   */
+  private request(decision: { msg: JsonRpcRequest; scope: RequestScope }): void {
+    const channel = new StdioChannel(this.write);
+    const id = decision.msg.id;
+    // 2026-07-28 requests have no session to find them in: this connection keeps them.
+    const modern = decision.scope.era === 'modern';
+    if (modern) this.modernInflight.set(id, channel);
+    void this.inbound.dispatch(decision, channel).then((out) => {
+      if (modern && this.modernInflight.get(id) === channel) this.modernInflight.delete(id);
+      this.write(out);
+    });
   }
 
   close(): void {
@@ -211,6 +238,7 @@ class StdioTransport implements StdioServer, InboundFacts {
     for (const remove of this.removers) remove();
     this.fanout.close();
     for (const ctl of this.session.inflight.values()) ctl.abort(new Error('stdio closed'));
+    for (const ctl of this.modernInflight.values()) ctl.abort(new Error('stdio closed'));
     this.opts.input.off('data', this.onData);
     this.opts.input.off('end', this.close);
     this.resolveClosed();

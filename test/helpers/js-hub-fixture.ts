@@ -65,6 +65,17 @@ registry.addTool('fixture', {
     }),
 });
 registry.addTool('fixture', {
+  name: 'progress',
+  description: 'Reports progress twice, then answers',
+  inputSchema: { type: 'object' },
+  handler: async (_args, ctx) => {
+    ctx.peer?.progress(1, 2, 'half');
+    await new Promise((r) => setTimeout(r, 5));
+    ctx.peer?.progress(2, 2, 'done');
+    return { content: [{ type: 'text', text: 'progressed' }] };
+  },
+});
+registry.addTool('fixture', {
   name: 'add_tool',
   description: 'Registers another tool, prompt and resource (changes every list)',
   inputSchema: { type: 'object' },
