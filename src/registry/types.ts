@@ -125,7 +125,8 @@ export interface ToolSpec {
   timeoutMs?: number;
   /**
    * Client capabilities (`sampling`, `elicitation`, `roots`) a call needs; a caller that did not
-   * declare one is refused before the handler runs (-32021 in 2026-07-28, a tool error before).
+   * declare one is refused before the handler runs (`missing_client_capability` in 2026-07-28,
+   * a tool error before).
    */
   requiredCapabilities?: string[];
   handler: ToolHandler;

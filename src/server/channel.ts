@@ -107,7 +107,7 @@ export class InputRound {
 
 /**
  * Reads `inputResponses` and `requestState` of a 2026-07-28 retry into a round, or throws the
- * -32602 error a malformed, tampered or misdirected one deserves.
+ * `input_state_invalid` error a malformed, tampered or misdirected one deserves.
  */
 export function resumeRound(
   params: Record<string, unknown>,

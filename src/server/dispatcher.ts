@@ -4,7 +4,14 @@
  * The inbound layer decides the era, the session and the principal; the dispatcher reads them
  * from the scope, resolves the caller's view once per request, and runs the method.
  */
-import { WireError, modernStatusOf, wireError } from '../errors.js';
+import {
+  WIRE_ERRORS,
+  WireError,
+  modernStatusOf,
+  wireError,
+  type RegistryErrorCode,
+  type WireErrorName,
+} from '../errors.js';
 import { RegistryError } from '../registry/errors.js';
 import type { Registry } from '../registry/registry.js';
 import type { CallContext, OwnerFilter } from '../registry/types.js';
@@ -70,6 +77,14 @@ export interface McpDispatcher {
   /** Routes a client's response to the server request it answers; false if none waits. */
   handleResponse(msg: Record<string, unknown>, session: SessionState): boolean;
 }
+
+/** The wire error each local registry error becomes (the others are internal errors). */
+const LOCAL_TO_WIRE: Partial<Record<RegistryErrorCode, WireErrorName>> = {
+  unknown_tool: 'unknown_tool',
+  unknown_prompt: 'unknown_prompt',
+  unknown_resource: 'unknown_resource',
+  invalid_arguments: 'invalid_params',
+};
 
 const CAPABILITIES: Record<string, unknown> = {
   tools: { listChanged: true },
@@ -202,22 +217,18 @@ class Dispatcher implements McpDispatcher {
   private wireErrorOf(err: unknown, scope: RequestScope): WireError {
     if (err instanceof WireError) return err;
     if (err instanceof RegistryError) {
-      switch (err.code) {
-        case 'unknown_tool':
-        case 'unknown_prompt':
-        case 'invalid_arguments':
-          return wireError('invalid_params', { detail: err.message });
-        case 'unknown_resource': {
-          const uri = err.message.replace(/^Resource not found: /, '');
-          // 2026-07-28 made a missing resource -32602; 2025 revisions use -32002.
-          return wireError(
-            scope.era === 'modern' ? 'unknown_resource_modern' : 'unknown_resource',
-            { uri },
-            { uri },
-          );
-        }
-        default:
-          break;
+      const key =
+        err.code === 'unknown_resource' && scope.era === 'modern'
+          ? 'unknown_resource_modern'
+          : LOCAL_TO_WIRE[err.code];
+      if (key !== undefined) {
+        // 2026-07-28 made a missing resource invalid params; 2025 revisions have their own code.
+        const data =
+          err.code === 'unknown_resource'
+            ? { uri: err.message.replace(/^Resource not found: /, '') }
+            : undefined;
+        const def = WIRE_ERRORS[key];
+        return new WireError(def.code, err.message, data, def.status, key);
       }
     }
     this.opts.onError?.(err);

@@ -17,7 +17,7 @@ export function encodeCursor(key: string): string {
   return Buffer.from(TAG + key, 'utf8').toString('base64url');
 }
 
-/** Decodes a cursor to its key; anything this server did not make answers -32602. */
+/** Decodes a cursor to its key; anything this server did not make answers `invalid_cursor`. */
 export function decodeCursor(cursor: unknown): string {
   if (typeof cursor !== 'string' || cursor.length === 0 || cursor.length > 8192) {
     throw wireError('invalid_cursor');
