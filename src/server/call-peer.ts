@@ -6,6 +6,7 @@
  * routes back; in 2026-07-28 they are multi-round-trip input: the call ends with an
  * `input_required` result, and the client's retry replays the handler with the answers.
  */
+import { localError } from '../errors.js';
 import type { CallPeer, LogLevel, PeerRequestOptions } from '../registry/types.js';
 import { INPUT_METHODS, InputRound, inputBinding, type RequestChannel } from './channel.js';
 import { isPlainObject, serializeNotification } from './jsonrpc.js';
@@ -87,19 +88,15 @@ export class RequestPeer implements CallPeer {
   ): Promise<Record<string, unknown>> {
     const capability = CAPABILITY_OF[method];
     if (capability === undefined) {
-      return Promise.reject(new Error(`${method} is not a request a server may send`));
+      return Promise.reject(localError('peer_method_invalid', { method }));
     }
     if (!isPlainObject(this.clientCapabilities?.[capability])) {
-      return Promise.reject(
-        new Error(`the client did not declare the '${capability}' capability, so it cannot answer`),
-      );
+      return Promise.reject(localError('peer_capability_missing', { capability }));
     }
     if (this.scope.era === 'modern') {
       const key = opts?.key ?? `input_${++this.inputSeq}`;
       if (this.channel === undefined || !INPUT_METHODS.has(this.method)) {
-        return Promise.reject(
-          new Error('only tools/call, prompts/get and resources/read may ask the client for input'),
-        );
+        return Promise.reject(localError('peer_input_method'));
       }
       this.channel.round ??= new InputRound(
         inputBinding(this.method, this.params),
@@ -118,7 +115,7 @@ export class RequestPeer implements CallPeer {
     const session = this.scope.session;
     const channel = this.channel;
     if (session === undefined || channel === undefined) {
-      return Promise.reject(new Error('this request has no session to carry a server request'));
+      return Promise.reject(localError('peer_no_session'));
     }
     const id = `moonhub-${nextOutgoingId++}`;
     channel.askedClient = true;
@@ -135,7 +132,7 @@ export class RequestPeer implements CallPeer {
       const signal = channel.signal;
       const onAbort = (): void => {
         outgoing.delete(id);
-        reject(new Error('the call ended before the client answered'));
+        reject(localError('peer_unanswered'));
       };
       outgoing.set(id, {
         resolve: (result: Record<string, unknown>) => {
@@ -152,11 +149,7 @@ export class RequestPeer implements CallPeer {
       if (!channel.send(json)) {
         outgoing.delete(id);
         signal.removeEventListener('abort', onAbort);
-        reject(
-          new Error(
-            'the client cannot receive requests during this call (its request accepts no event stream)',
-          ),
-        );
+        reject(localError('peer_no_stream'));
       }
     });
   }
@@ -172,9 +165,9 @@ export function settleOutgoing(session: SessionState, msg: Record<string, unknow
   const error = msg.error;
   if (isPlainObject(error)) {
     pending.reject(
-      new Error(
-        `the client answered with an error: ${typeof error.message === 'string' ? error.message : 'unknown error'}`,
-      ),
+      localError('peer_client_error', {
+        message: typeof error.message === 'string' ? error.message : 'unknown error',
+      }),
     );
   } else {
     pending.resolve(isPlainObject(msg.result) ? msg.result : {});

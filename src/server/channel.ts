@@ -4,7 +4,7 @@
  * 2026-07-28 multi-round-trip input rounds that ride on it.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { wireError } from '../errors.js';
+import { localError, wireError } from '../errors.js';
 import { LazyAbort } from './abort.js';
 import { isPlainObject } from './jsonrpc.js';
 
@@ -99,8 +99,8 @@ export class InputRound {
       requestState: payload + '.' + sign(payload),
     };
     // Stop the handler where it waits; its answer is replaced by this result.
-    this.channel.abort(new Error('the client must answer input requests first'));
-    const err = new Error('the client must answer input requests first');
+    this.channel.abort(localError('input_required'));
+    const err = localError('input_required');
     for (const reject of this.waiting) reject(err);
   }
 }

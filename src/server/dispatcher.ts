@@ -7,6 +7,7 @@
 import {
   WIRE_ERRORS,
   WireError,
+  localError,
   modernStatusOf,
   wireError,
   type RegistryErrorCode,
@@ -268,7 +269,7 @@ class Dispatcher implements McpDispatcher {
       }
       let result = handler(call);
       if (result instanceof Promise) result = await result;
-      if (!isPlainObject(result)) throw new Error(`${method} handler returned a non-object result`);
+      if (!isPlainObject(result)) throw localError('handler_result_invalid', { method });
       if (observed !== undefined) observed.outcome = outcomeOf(result, call);
       return this.answerOf(call, result);
     } catch (err) {
@@ -283,7 +284,7 @@ class Dispatcher implements McpDispatcher {
     } finally {
       if (channel && session && session.inflight.get(id) === channel) session.inflight.delete(id);
       // Server requests the client never answered must not outlive the call (they wait on it).
-      if (channel?.askedClient) channel.abort(new Error('call ended'));
+      if (channel?.askedClient) channel.abort(localError('call_ended'));
     }
   }
 
@@ -322,7 +323,9 @@ class Dispatcher implements McpDispatcher {
       if (ctl === undefined) return;
       session.inflight.delete(requestId);
       ctl.abort(
-        new Error(typeof msg.params?.reason === 'string' ? msg.params.reason : 'cancelled'),
+        localError('cancelled', {
+          reason: typeof msg.params?.reason === 'string' ? msg.params.reason : 'cancelled',
+        }),
       );
     }
     // Unknown notifications are ignored, as JSON-RPC asks.

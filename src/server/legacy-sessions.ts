@@ -4,6 +4,7 @@
  * and the message bus that writes to those streams.
  */
 import { randomBytes } from 'node:crypto';
+import { localError } from '../errors.js';
 import {
   newSessionState,
   type SessionBus,
@@ -118,10 +119,10 @@ export class LegacySessionStore implements SessionLayer {
   }
 
   private endSession(s: LegacySession): void {
-    for (const ctl of s.inflight.values()) ctl.abort(new Error('session ended'));
+    for (const ctl of s.inflight.values()) ctl.abort(localError('session_ended'));
     s.inflight.clear();
     if (s.outgoing) {
-      for (const pending of s.outgoing.values()) pending.reject(new Error('session ended'));
+      for (const pending of s.outgoing.values()) pending.reject(localError('session_ended'));
       s.outgoing.clear();
     }
     s.stream?.end();

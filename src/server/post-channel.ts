@@ -4,6 +4,7 @@
  * 2025 server requests). 2025-11-25 sessions get resumable streams (SEP-1699).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { localError } from '../errors.js';
 import { RequestChannel } from './channel.js';
 import { DEFAULT_RETRY_MS, ResumableStreams, type ResumableStream } from './resumable.js';
 import type { SessionRecord } from './session.js';
@@ -36,13 +37,13 @@ export class PostResponseChannel extends RequestChannel {
   protected override created(ctl: AbortController): void {
     const res = this.res;
     if (res.closed) {
-      if (!res.writableFinished) ctl.abort(new Error('client disconnected'));
+      if (!res.writableFinished) ctl.abort(localError('client_disconnected'));
       return;
     }
     res.once('close', () => {
       // A resumable stream outlives its connection: the client may come back for the answer.
       if (!res.writableFinished && this.resumable === undefined)
-        ctl.abort(new Error('client disconnected'));
+        ctl.abort(localError('client_disconnected'));
     });
   }
 

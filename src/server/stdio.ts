@@ -4,7 +4,7 @@
  * inbound layer's, as for HTTP. Only JSON-RPC messages are ever written to the output.
  */
 import type { Readable, Writable } from 'node:stream';
-import { wireError, type WireError } from '../errors.js';
+import { localError, wireError, type WireError } from '../errors.js';
 import type { Registry } from '../registry/registry.js';
 import type { EntryKind } from '../registry/types.js';
 import { RequestChannel } from './channel.js';
@@ -171,7 +171,7 @@ class StdioTransport implements StdioServer, InboundFacts {
     const channel = this.modernInflight.get(requestId);
     if (channel === undefined) return;
     this.modernInflight.delete(requestId);
-    channel.abort(new Error('cancelled'));
+    channel.abort(localError('cancelled', { reason: 'cancelled' }));
   }
 
   /** One peer, one 2025 session: `initialize` (re)starts it, everything else is in it. */
@@ -237,8 +237,8 @@ class StdioTransport implements StdioServer, InboundFacts {
     this.open = false;
     for (const remove of this.removers) remove();
     this.fanout.close();
-    for (const ctl of this.session.inflight.values()) ctl.abort(new Error('stdio closed'));
-    for (const ctl of this.modernInflight.values()) ctl.abort(new Error('stdio closed'));
+    for (const ctl of this.session.inflight.values()) ctl.abort(localError('transport_closed'));
+    for (const ctl of this.modernInflight.values()) ctl.abort(localError('transport_closed'));
     this.opts.input.off('data', this.onData);
     this.opts.input.off('end', this.close);
     this.resolveClosed();

@@ -86,6 +86,13 @@ describe('error registry', () => {
     }
   });
 
+  it('throws only registered errors in src/server', () => {
+    for (const file of sources.filter((f) => f.includes(join('src', 'server')))) {
+      const text = readFileSync(file, 'utf8');
+      assert.doesNotMatch(text, /new Error\(/, `${file} throws an unregistered error`);
+    }
+  });
+
   it('fills message templates', () => {
     const e = wireError('batch_unsupported', { version: '2025-06-18' });
     assert.equal(e.code, -32600);
