@@ -1,69 +1,13 @@
 /**
- * stdio serving, driven by the SDK v2 client's stdio transport against the JS hub fixture: the
- * 2025 handshake, lists, calls, list_changed on stdout, a pinned 2026-07-28 client, and raw lines
- * that must never break the stream.
+ * stdio's own details: raw lines (split across writes, blank, junk) must never break the stream,
+ * and only JSON-RPC reaches stdout. The protocol cases over stdio in both eras are the contract
+ * suite's (test/contract/); the SDK client over stdio is exercised by the e2e tests.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { describe, it } from 'node:test';
-import { Client } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { FIXTURE } from '../helpers/hub-process.js';
 import { waitFor } from '../helpers/mcp-client.js';
-
-async function connect(mode: 'legacy' | 'modern') {
-  const events = { tools: 0, prompts: 0, resources: 0 };
-  const client = new Client(
-    { name: 'stdio-test', version: '1.0.0' },
-    {
-      versionNegotiation: { mode: mode === 'modern' ? { pin: '2026-07-28' } : 'legacy' },
-      listChanged: {
-        tools: { onChanged: () => void events.tools++, autoRefresh: false, debounceMs: 0 },
-        prompts: { onChanged: () => void events.prompts++, autoRefresh: false, debounceMs: 0 },
-        resources: { onChanged: () => void events.resources++, autoRefresh: false, debounceMs: 0 },
-      },
-    },
-  );
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [FIXTURE, 'stdio', '5'],
-  });
-  await client.connect(transport);
-  return { client, events };
-}
-
-for (const mode of ['legacy', 'modern'] as const) {
-  describe(`stdio, ${mode} era`, () => {
-    it('lists, calls, reads, and hears list_changed', async () => {
-      const { client, events } = await connect(mode);
-      try {
-        assert.equal(client.getServerVersion()?.name, 'moonhub');
-        const tools = await client.listTools();
-        assert.ok(tools.tools.length > 5, 'all pages aggregated');
-        const r = await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } });
-        assert.deepEqual(r.content, [{ type: 'text', text: '3' }]);
-        const note = await client.readResource({ uri: 'note://7' });
-        assert.equal((note.contents[0] as { text: string }).text, 'note 7');
-        const p = await client.getPrompt({ name: 'greet', arguments: { name: 'Bo' } });
-        assert.deepEqual(p.messages[0]!.content, { type: 'text', text: 'Hello, Bo!' });
-        await assert.rejects(
-          client.callTool({ name: 'nope', arguments: {} }),
-          (e) => (e as { code?: number }).code === -32602,
-        );
-        await client.callTool({ name: 'add_tool', arguments: {} });
-        await waitFor(
-          () => events.tools > 0 && events.prompts > 0 && events.resources > 0,
-          5000,
-          'list_changed over stdio',
-        );
-        const after = await client.listTools();
-        assert.ok(after.tools.some((t) => t.name === 'dynamic_1'));
-      } finally {
-        await client.close();
-      }
-    });
-  });
-}
 
 describe('stdio, raw lines', () => {
   it('answers junk with JSON-RPC errors on stdout only, and keeps serving', async () => {
