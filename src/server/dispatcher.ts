@@ -431,6 +431,10 @@ export function createMcpDispatcher(
           const code = scope.era === 'modern' ? INVALID_PARAMS : RESOURCE_NOT_FOUND;
           return serializeError(id, code, err.message, { uri });
         }
+        case 'handler_failed':
+          // The plugin's failure, logged as such by the registry's listener: the client gets
+          // the handler's own message under MCP's code for a failed read, render or completion.
+          return serializeError(id, INTERNAL_ERROR, err.message);
         default:
           break;
       }
