@@ -10,6 +10,7 @@ import type { Logger } from './log.js';
 import type { Registry } from './registry/registry.js';
 import type { CallContext, OwnerFilter } from './registry/types.js';
 import {
+  RpcError,
   createRequestGuard,
   type HttpServerOptions,
   type McpHttpHandler,
@@ -25,6 +26,9 @@ import { oauthAuthenticator, tokenAuthenticator, type Authenticate } from './aut
 import { METADATA_PATH, metadataDocument, metadataUrlFor, sendMetadata } from './auth/metadata.js';
 import { ScopeSource } from './views/source.js';
 import { Views } from './views/views.js';
+
+/** The JSON-RPC code of a refused credential, as the HTTP refusals use (auth/challenge.ts). */
+const SESSION_REVOKED = -32001;
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
@@ -224,7 +228,25 @@ export class Access {
       throw new Error(
         `no active session ${session} of hub '${this.opts.settings.hub_id}' in ${this.opts.settings.dataDir}`,
       );
-    return { principal, ...this.viewHooks() };
+    const hooks = this.viewHooks();
+    let logged = false;
+    // Revoked while this peer runs: every request gets an error that says so (not "Unknown
+    // tool"), and the log says it once.
+    const filterFor: NonNullable<ViewHooks['filterFor']> = (scope) => {
+      if (this.directory.get(principal) === undefined) {
+        if (!logged) {
+          logged = true;
+          this.opts.logger.warn({ session }, 'stdio session revoked; refusing its requests');
+        }
+        throw new RpcError(
+          SESSION_REVOKED,
+          `moonhub session ${session} has been revoked: this stdio connection can no longer list or call anything; ` +
+            'start it again with a new session (`moonhub session create`)',
+        );
+      }
+      return hooks.filterFor!(scope);
+    };
+    return { principal, ...hooks, filterFor };
   }
 
   /** `mcp.list_tools(session_uuid)`: what that session sees; null for an unknown one. */
