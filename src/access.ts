@@ -3,6 +3,7 @@
  * authentication mode, the per-principal views and the admin API into the hooks the transports
  * take (src/server knows nothing of any of them). One object per hub process.
  */
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -222,7 +223,16 @@ export class Access {
    * session; it must exist, be active and belong to this hub.
    */
   stdioOptions(session: string | undefined): Pick<StdioOptions, 'principal'> & ViewHooks {
-    if (session === undefined) return {};
+    if (session === undefined) {
+      // The local user's connection is one session, as an HTTP 2025 session would be: handlers
+      // that key data by caller (the inbox example) work over plain `serve --stdio` too.
+      const own = `stdio-${randomUUID()}`;
+      return {
+        contextFor: (_scope, ctx: CallContext) => {
+          ctx.session_uuid ??= own;
+        },
+      };
+    }
     const principal = sessionPrincipal(session);
     if (this.sessions() === undefined || this.directory.get(principal) === undefined)
       throw new Error(

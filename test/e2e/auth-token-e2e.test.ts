@@ -504,28 +504,28 @@ describe('the inbox example with sessions', () => {
       ['alice', 'bob', 'operator'].map((a) => connectWithToken(hub.url, 'modern', s[a]!.token)),
     );
     try {
-      const who = await bob!.client.callTool({ name: 'inbox.whoami', arguments: {} });
+      const who = await bob!.client.callTool({ name: 'inbox_whoami', arguments: {} });
       assert.equal(
         (who.structuredContent as { session_uuid: string }).session_uuid,
         s.bob!.session_uuid,
       );
       await alice!.client.callTool({
-        name: 'inbox.send',
+        name: 'inbox_send',
         arguments: { to: s.bob!.session_uuid, text: 'for bob only' },
       });
-      const aliceRead = await alice!.client.callTool({ name: 'inbox.read', arguments: {} });
+      const aliceRead = await alice!.client.callTool({ name: 'inbox_read', arguments: {} });
       assert.doesNotMatch(JSON.stringify(aliceRead), /for bob only/);
-      const aliceDump = await alice!.client.callTool({ name: 'inbox.admin_dump', arguments: {} });
+      const aliceDump = await alice!.client.callTool({ name: 'inbox_admin_dump', arguments: {} });
       assert.equal(aliceDump.isError, true);
       assert.doesNotMatch(JSON.stringify(aliceDump), /for bob only/);
 
-      const dump = await op!.client.callTool({ name: 'inbox.admin_dump', arguments: {} });
+      const dump = await op!.client.callTool({ name: 'inbox_admin_dump', arguments: {} });
       assert.notEqual(dump.isError, true);
       assert.match(JSON.stringify(dump.structuredContent), /for bob only/);
 
       // The same session over a second connection (the other era) is the same inbox.
       const bob2 = await connectWithToken(hub.url, 'legacy', s.bob!.token);
-      const bobRead = await bob2.client.callTool({ name: 'inbox.read', arguments: {} });
+      const bobRead = await bob2.client.callTool({ name: 'inbox_read', arguments: {} });
       const msgs = (
         bobRead.structuredContent as {
           messages: { text: string; from: string; from_agent: string }[];
