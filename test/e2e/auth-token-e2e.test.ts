@@ -359,6 +359,9 @@ describe('token authentication', () => {
       assert.equal((await c3.listTools()).tools.length, 1);
       moonhubCli(['session', 'revoke', s3.session_uuid, '--config', config, '--data', dir.data]);
       await assert.rejects(c3.listTools(), /session token is wrong, revoked/);
+      // stderr is another pipe than the answer's: give it a moment to arrive.
+      for (let i = 0; i < 40 && !/the hub refused the token/.test(stderr); i++)
+        await new Promise((r) => setTimeout(r, 50));
       assert.match(stderr, /the hub refused the token/);
     } finally {
       await c3.close();
