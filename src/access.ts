@@ -28,6 +28,30 @@ import { METADATA_PATH, metadataDocument, metadataUrlFor, sendMetadata } from '.
 import { ScopeSource } from './views/source.js';
 import { Views } from './views/views.js';
 
+/** Where OAuth clients look for an authorization server or register themselves. */
+const OAUTH_PATHS = /^\/(\.well-known\/(oauth-|openid-configuration)|register$|authorize$|token$)/;
+
+/**
+ * Token mode has no OAuth: a client that tries it anyway after a refusal (mcp-remote, mcporter,
+ * the Inspector do) gets a 404 whose body is an OAuth error in the hub's words, which they show,
+ * instead of a bare "Not Found" that ends in "Dynamic Client Registration rejected".
+ */
+function noOAuthHere(req: IncomingMessage, res: ServerResponse): boolean {
+  const path = (req.url ?? '/').split('?')[0]!;
+  if (!OAUTH_PATHS.test(path)) return false;
+  req.resume();
+  res.writeHead(404, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+  res.end(
+    JSON.stringify({
+      error: 'invalid_request',
+      error_description:
+        'this moonhub hub takes session tokens, not OAuth: the token sent is missing, wrong or revoked; ' +
+        'get one with `moonhub session create` and send it as `Authorization: Bearer mhs_...`',
+    }),
+  );
+  return true;
+}
+
 /** The JSON-RPC code of a refused credential, as the HTTP refusals use (auth/challenge.ts). */
 const SESSION_REVOKED = -32001;
 
@@ -214,7 +238,10 @@ export class Access {
     return {
       ...(authenticate === undefined ? {} : this.viewHooks()),
       authenticate,
-      otherRoutes: (req, res) => (metadata?.(req, res) ?? false) || admin(req, res),
+      otherRoutes: (req, res) =>
+        (metadata?.(req, res) ?? false) ||
+        (s.authMode === 'token' && noOAuthHere(req, res)) ||
+        admin(req, res),
     };
   }
 
