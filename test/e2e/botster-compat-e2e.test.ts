@@ -107,6 +107,10 @@ mcp.resource("botster://broken/{id}", { name = "Broken" }, function(params)
   error("no agent with id " .. params.id, 0)
 end)
 mcp.prompt("broken-prompt", { description = "raises" }, function() error("prompt store is offline", 0) end)
+mcp.prompt("completes", {
+  description = "its completion raises",
+  arguments = { { name = "x", complete = function() error("completion index offline", 0) end } },
+}, function() return "x" end)
 
 mcp.tool("registry_details", {}, function(params, context)
   local out = {}
@@ -231,6 +235,13 @@ describe('Botster plugins run unchanged', () => {
           client.getPrompt({ name: 'broken-prompt' }),
           /prompt store is offline/,
         );
+        await assert.rejects(
+          client.complete({
+            ref: { type: 'ref/prompt', name: 'completes' },
+            argument: { name: 'x', value: 'a' },
+          }),
+          /completion index offline/,
+        );
         // Still serving.
         assert.equal(
           text(
@@ -281,11 +292,12 @@ describe('Botster plugins run unchanged', () => {
         no_args_has_arguments: false,
         template_camel: true,
         read_mime: 'application/json',
-        read_text: '{"hub":"h1","agents":["a","b"]}',
+        read_text: r.read_text, // key order is Lua's: compared below as JSON
         read_cb: '42',
         prompt_description: 'Current Botster hub state',
         removed: 2,
       });
+      assert.deepEqual(JSON.parse(r.read_text as string), { hub: 'h1', agents: ['a', 'b'] });
       const names = (await client.listTools()).tools.map((t) => t.name);
       assert.ok(!names.includes('doomed_a'), 'reset("@.../doomed/init.lua") removed plugin doomed');
     } finally {
