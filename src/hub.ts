@@ -30,6 +30,13 @@ export interface Hub {
 
 export async function startHub(opts: HubOptions): Promise<Hub> {
   const registry = new Registry({ hubId: opts.hubId });
+  // A prompt, resource or completion handler that raised is the plugin's error, not the hub's.
+  registry.onHandlerError((err) =>
+    opts.logger.warn(
+      { plugin: err.owner, [err.kind]: err.subject, err: err.message },
+      `plugin ${err.kind} handler failed`,
+    ),
+  );
   const plugins = new PluginHost({
     registry,
     dirs: opts.pluginDirs,

@@ -1,7 +1,7 @@
 -- clock: the current time as structured data, and an asynchronous wait.
 --
--- clock.now returns a table, which the client receives both as JSON text and as
--- structuredContent (checked against the declared output_schema). clock.wait shows task.sleep:
+-- clock_now returns a table, which the client receives both as JSON text and as
+-- structuredContent (checked against the declared output_schema). clock_wait shows task.sleep:
 -- it suspends only this call; the hub and other calls keep running meanwhile.
 
 local MAX_WAIT_MS = 60000
@@ -12,7 +12,7 @@ local function offset_string(minutes)
   return string.format("%s%02d:%02d", sign, minutes // 60, minutes % 60)
 end
 
-mcp.tool("clock.now", {
+mcp.tool("clock_now", {
   title = "Current time",
   description = "The current date and time: Unix seconds, ISO 8601, and its parts, in UTC or at a given UTC offset.",
   input_schema = {
@@ -67,7 +67,7 @@ mcp.tool("clock.now", {
   }
 end)
 
-mcp.tool("clock.wait", {
+mcp.tool("clock_wait", {
   title = "Wait",
   description = "Wait the given number of milliseconds, then answer. Useful to pace polling.",
   input_schema = {

@@ -1,20 +1,20 @@
 -- inbox: private message boxes for agents, one per MCP session.
 --
--- An agent's address is its session uuid (inbox.whoami tells it). Any caller may send to an
+-- An agent's address is its session uuid (inbox_whoami tells it). Any caller may send to an
 -- address; only the session that owns an inbox may read it. The owner is always taken from
 -- context.session_uuid, never from an argument, so one agent cannot drain another's inbox.
--- inbox.admin_dump is the one exception, and it is administrative: see ADMIN_AGENTS below.
+-- inbox_admin_dump is the one exception, and it is administrative: see ADMIN_AGENTS below.
 --
 -- Callers without a session: context.session_uuid is nil for a caller that has no MCP session
--- (a stateless HTTP request, for example). Such a caller has no inbox of its own, so inbox.read,
--- inbox.peek and inbox.whoami refuse it with an error that says a session is needed. We do not
+-- (a stateless HTTP request, for example). Such a caller has no inbox of its own, so inbox_read,
+-- inbox_peek and inbox_whoami refuse it with an error that says a session is needed. We do not
 -- fall back to context.principal: several sessions (several agents) may share one principal, and
 -- keying the inbox by principal would let each of them drain the others' messages. Sending needs
 -- no session; the message then names the sender's principal, if any, instead of a session.
 --
 -- Messages are kept in memory: they last until the hub stops or this plugin reloads.
 
--- Agents allowed to call inbox.admin_dump. An agent name reaches a handler only from an
+-- Agents allowed to call inbox_admin_dump. An agent name reaches a handler only from an
 -- authenticated principal: a session the operator created (`moonhub session create --agent
 -- operator`) or an OAuth token whose agent claim says so. A caller without a principal (auth
 -- mode none) is never an administrator, whatever it claims.
@@ -34,8 +34,11 @@ local next_message_id = 1
 local function own_session(context, tool)
   local session = context.session_uuid
   if session == nil or session == "" then
-    error(tool .. " needs an MCP session: it reads the inbox of the calling session, and this "
-      .. "call came without one (context.session_uuid is nil). Connect with a session and retry.", 0)
+    error(tool .. " needs to know which agent is calling: it reads the caller's own inbox, and "
+      .. "this call came without a session (context.session_uuid is nil; a 2026-07-28 request to a "
+      .. "hub without authentication has none). Give each agent a session token (`moonhub session "
+      .. "create --agent NAME` on a hub with auth mode token; over stdio, the entry it prints), or "
+      .. "use a client that keeps a 2025 MCP session (Mcp-Session-Id).", 0)
   end
   return session
 end
@@ -68,12 +71,12 @@ local LIMIT_SCHEMA = {
   description = "At most this many messages, oldest first (default: all)",
 }
 
-mcp.tool("inbox.whoami", {
+mcp.tool("inbox_whoami", {
   title = "My inbox address",
-  description = "Return the calling session's uuid: the address other agents send to with inbox.send.",
+  description = "Return the calling session's uuid: the address other agents send to with inbox_send.",
   annotations = { readOnlyHint = true },
 }, function(_, context)
-  local session = own_session(context, "inbox.whoami")
+  local session = own_session(context, "inbox_whoami")
   return {
     session_uuid = session,
     agent_name = context.agent_name,
@@ -81,9 +84,9 @@ mcp.tool("inbox.whoami", {
   }
 end)
 
-mcp.tool("inbox.send", {
+mcp.tool("inbox_send", {
   title = "Send a message",
-  description = "Put a text message into another agent's inbox. `to` is the recipient's session uuid (its inbox.whoami).",
+  description = "Put a text message into another agent's inbox. `to` is the recipient's session uuid (its inbox_whoami).",
   input_schema = {
     type = "object",
     properties = {
@@ -122,7 +125,7 @@ mcp.tool("inbox.send", {
   return { sent = true, id = message.id, to = params.to, queued = #box }
 end)
 
-mcp.tool("inbox.read", {
+mcp.tool("inbox_read", {
   title = "Read my inbox",
   description = "Return and remove messages from the calling session's own inbox, oldest first.",
   input_schema = {
@@ -132,7 +135,7 @@ mcp.tool("inbox.read", {
   },
   annotations = { destructiveHint = true },
 }, function(params, context)
-  local session = own_session(context, "inbox.read")
+  local session = own_session(context, "inbox_read")
   local box = inboxes[session] or {}
   local messages = take(box, params.limit or #box)
   -- Drop what was returned: shift the unread rest to the front and clear the tail.
@@ -148,7 +151,7 @@ mcp.tool("inbox.read", {
   return { messages = messages, remaining = #box }
 end)
 
-mcp.tool("inbox.peek", {
+mcp.tool("inbox_peek", {
   title = "Peek at my inbox",
   description = "Return messages from the calling session's own inbox without removing them.",
   input_schema = {
@@ -158,21 +161,21 @@ mcp.tool("inbox.peek", {
   },
   annotations = { readOnlyHint = true },
 }, function(params, context)
-  local box = inboxes[own_session(context, "inbox.peek")] or {}
+  local box = inboxes[own_session(context, "inbox_peek")] or {}
   return { messages = take(box, params.limit or #box), total = #box }
 end)
 
-mcp.tool("inbox.admin_dump", {
+mcp.tool("inbox_admin_dump", {
   title = "Dump every inbox (administrative)",
   description = "ADMINISTRATIVE: return every session's pending messages without removing them. "
     .. "Only the agents listed in ADMIN_AGENTS (inbox.lua) may call it; not meant for other agents.",
   annotations = { readOnlyHint = true },
 }, function(_, context)
   if not is_admin(context) then
-    error("inbox.admin_dump is administrative: the calling agent ("
+    error("inbox_admin_dump is administrative: the calling agent ("
       .. tostring(context.agent_name) .. ") is not in ADMIN_AGENTS in inbox.lua", 0)
   end
-  log.warn("inbox.admin_dump used", {
+  log.warn("inbox_admin_dump used", {
     principal = context.principal,
     agent = context.agent_name,
     session = context.session_uuid,

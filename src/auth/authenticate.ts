@@ -24,10 +24,24 @@ export function tokenAuthenticator(
 ): Authenticate {
   return (req) => {
     const token = bearerToken(req);
-    if (token === undefined) return refuse(401, { realm: REALM }, 'a bearer token is required');
+    if (token === undefined)
+      return refuse(
+        401,
+        { realm: REALM },
+        'a bearer token is required: send `Authorization: Bearer mhs_...` with a session token ' +
+          'from `moonhub session create` (the hub takes session tokens, not OAuth)',
+      );
     const rec = token === '' ? undefined : store.verify(token, hubId);
+    // A token that is wrong, revoked or of another hub gets 403, not 401: on a 401 OAuth clients
+    // (mcp-remote, the Inspector) drop the body and start an OAuth discovery that cannot work
+    // against session tokens; a 403 reaches their user with this message.
     if (rec === undefined || rec.role !== 'agent')
-      return refuse(401, { realm: REALM, error: 'invalid_token' }, 'invalid token');
+      return refuse(
+        403,
+        { realm: REALM, error: 'invalid_token' },
+        'this moonhub session token is wrong, revoked or belongs to another hub; ' +
+          'get a new one with `moonhub session create` (the hub takes session tokens, not OAuth)',
+      );
     const identity = sessionIdentity(rec);
     directory.remember(identity);
     return { ok: true, principal: identity.principal };

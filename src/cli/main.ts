@@ -12,6 +12,7 @@ import { resolveSettings, isAuthMode } from '../config/settings.js';
 import type { AuthMode } from '../config/config.js';
 import { Access, checkExposure, isLoopback } from '../access.js';
 import { addSessionCommands } from './session-commands.js';
+import { addConnectCommand } from './connect.js';
 import { runScript } from './run-script.js';
 import { toJsonText } from '../registry/results.js';
 
@@ -207,6 +208,7 @@ export function buildProgram(): Command {
     .action((file: string, flags: RunFlags) => run(file, flags));
 
   addSessionCommands(program, collect);
+  addConnectCommand(program);
 
   return program;
 }

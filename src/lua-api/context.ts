@@ -16,7 +16,9 @@ import { LOG_LEVELS, type CallContext, type CallPeer, type LogLevel } from '../r
 
 /** Who is calling, as plain data (also what `mcp.call_tool` callers see). */
 export function luaContext(ctx: CallContext): Record<string, unknown> {
-  const out: Record<string, unknown> = { hub_id: ctx.hub_id };
+  // Fields a Lua caller passed come first, so the hub's identity fields always win.
+  const out: Record<string, unknown> =
+    ctx.fields === undefined ? { hub_id: ctx.hub_id } : { ...ctx.fields, hub_id: ctx.hub_id };
   if (ctx.session_uuid !== undefined) out.session_uuid = ctx.session_uuid;
   if (ctx.agent_name !== undefined) out.agent_name = ctx.agent_name;
   if (ctx.target !== undefined) out.target = ctx.target;

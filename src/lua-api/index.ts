@@ -15,13 +15,22 @@ import { installVfs } from './vfs.js';
 import { installScriptApi } from './script-api.js';
 import { registryCaller, type ToolCaller } from './tool-caller.js';
 import { activeHandlerContext, nestedContext, noticeData } from './nested-call.js';
+import { builtinModule as chilkatModule } from './chilkat.js';
+import { LIB_MCP_MODULE } from './botster-compat.js';
+
+/**
+ * The built-in modules `require` finds before a plugin's own files: `chilkat` (an MCP client)
+ * and `lib.mcp` (the state's own `mcp` table, which Botster plugins require).
+ */
+export function builtinModule(name: string): { source: string; chunkname: string } | undefined {
+  return name === 'lib.mcp' ? LIB_MCP_MODULE : chilkatModule(name);
+}
 
 export { endForgottenBatches, normalizeSchema, type SessionViews } from './mcp-registry.js';
 export { luaContext } from './context.js';
 export { installScriptApi, type ScriptApiOptions } from './script-api.js';
 export { registryCaller, type ToolCaller } from './tool-caller.js';
 export { settleUpstreams } from './proxy.js';
-export { builtinModule } from './chilkat.js';
 
 export interface ApiOptions {
   registry: Registry;

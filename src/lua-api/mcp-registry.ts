@@ -17,6 +17,13 @@ import { completerRefs, luaCompleter } from './completions.js';
 import { templateVariables } from '../registry/uri-template.js';
 import { closeUpstreams } from './proxy.js';
 import { activeHandlerContext, nestedContext } from './nested-call.js';
+import { wasRaised } from '../registry/registry.js';
+import {
+  contextFields,
+  installCallbackForms,
+  luaResourceItem,
+  ownerFromSource,
+} from './botster-compat.js';
 
 export interface RegistryBindingOptions {
   registry: Registry;
@@ -56,13 +63,16 @@ function isEmptyObject(v: unknown): boolean {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
 }
 
-/** The `context` table a Lua handler receives (LUA_API §2.1): plain data only. */
+/** A context table passed from Lua, as a record (anything else: empty). */
+function givenTable(value: unknown): Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
+}
+
 /** The context of a call made from Lua: the caller's table, with the hub's facts filled in. */
 function contextFromLua(value: unknown, registry: Registry, owner: string): CallContext {
-  const given =
-    typeof value === 'object' && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : {};
+  const given = givenTable(value);
   const ctx: CallContext = { hub_id: registry.hubId, plugin: owner };
   for (const key of ['session_uuid', 'agent_name', 'target', 'principal'] as const) {
     if (typeof given[key] === 'string') ctx[key] = given[key];
@@ -108,8 +118,15 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
    */
   const contextFor = (call: HostCall, given: unknown): CallContext => {
     const outer = activeHandlerContext(call.state);
-    if (outer !== undefined) return nestedContext(outer, owner);
+    // The table's other fields (Botster's workspace_id, branch_name, ...) reach the handler.
+    const fields = contextFields(givenTable(given));
+    if (outer !== undefined) {
+      const nested = nestedContext(outer, owner);
+      if (fields !== undefined) nested.fields = fields;
+      return nested;
+    }
     const ctx = contextFromLua(given, registry, owner);
+    if (fields !== undefined) ctx.fields = fields;
     const view =
       ctx.session_uuid === undefined || opts.sessionViews === undefined
         ? null
@@ -191,15 +208,16 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         (_name, i) => ['arguments', i + 1, 'complete'],
       );
       const ref = call.ref(3);
+      const description = str(schema.description) ?? '';
       registry.addPrompt(owner, {
         name,
-        description: str(schema.description) ?? '',
+        description,
         title: str(schema.title),
         icons: Array.isArray(schema.icons) ? schema.icons : undefined,
         arguments: promptArgs,
         complete: luaCompleter(state, completers, timeoutMs),
         handler: async (input, ctx) =>
-          toPromptResult(await invoke(ref, timeoutMs, input, ctx), name),
+          toPromptResult(await invoke(ref, timeoutMs, input, ctx), name, description),
       });
       return undefined;
     },
@@ -266,12 +284,15 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         const ctx = contextFor(call, args[2]);
         try {
           const result = await registry.callTool(name, params, ctx, ctx.filter);
-          if (result.isError) {
+          // As Botster: a raised error (or a refused call) is `nil, err`; an `isError` answer
+          // (a proxied tool's, or a returned one) keeps its content blocks, with is_error true.
+          if (result.isError && wasRaised(result)) {
             const text = result.content
               .map((c) => (typeof c.text === 'string' ? c.text : ''))
               .join('\n');
             return new LuaMulti([undefined, text || 'the tool reported an error']);
           }
+          if (result.isError) return new LuaMulti([result.content, undefined, true]);
           return new LuaMulti([result.content]);
         } catch (err) {
           return new LuaMulti([undefined, describeFailure(err)]);
@@ -284,7 +305,13 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
     remove_prompt: {
       fn: (args, call) => registry.removePrompt(checkString(args, call, 1, 'remove_prompt')),
     },
-    list_prompts: { fn: () => registry.listPrompts() },
+    // As Botster: `arguments` is left out when a prompt has none.
+    list_prompts: {
+      fn: () =>
+        registry
+          .listPrompts()
+          .map(({ arguments: a, ...rest }) => (a.length > 0 ? { ...rest, arguments: a } : rest)),
+    },
     get_prompt: {
       async: true,
       fn: async (args, call) => {
@@ -308,9 +335,11 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
       fn: () =>
         registry.listResourceTemplates().map((r) => ({
           uri_template: r.uriTemplate,
+          uriTemplate: r.uriTemplate,
           name: r.name,
           description: r.description,
           mime_type: r.mimeType,
+          mimeType: r.mimeType,
         })),
     },
     list_resources: {
@@ -320,6 +349,7 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
           name: r.name,
           description: r.description,
           mime_type: r.mimeType,
+          mimeType: r.mimeType,
         })),
     },
     read_resource: {
@@ -329,12 +359,7 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         const ctx = contextFor(call, args[1]);
         try {
           const result = await registry.readResource(uri, ctx, ctx.filter);
-          return result.contents.map((c) => ({
-            uri: c.uri,
-            text: c.text,
-            blob: c.blob,
-            mime_type: c.mimeType,
-          }));
+          return result.contents.map(luaResourceItem);
         } catch (err) {
           return new LuaMulti([
             undefined,
@@ -360,8 +385,8 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
     },
     end_batch: {
       fn: () => {
-        if (openBatches === 0)
-          throw new LuaArgumentError('mcp.end_batch called without a matching mcp.begin_batch');
+        // As Botster: ending a batch that was never begun does nothing.
+        if (openBatches === 0) return undefined;
         openBatches--;
         registry.endBatch();
         return undefined;
@@ -369,7 +394,8 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
     },
     reset: {
       fn: (args, call) => {
-        const source = optString(args, call, 1, 'reset');
+        const given = optString(args, call, 1, 'reset');
+        const source = given === undefined ? undefined : ownerFromSource(given);
         registry.reset(source);
         // What a reset owner imported from upstreams must not come back at the next re-import.
         void closeUpstreams(registry, source);
@@ -378,6 +404,7 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
     },
     // mcp.proxy and mcp.remove_proxy: installed by ./proxy.ts (upstream servers).
   });
+  installCallbackForms(state);
 
   // A plugin that forgets end_batch must not freeze notifications for the whole hub.
   closeOpenBatches.set(state, () => {

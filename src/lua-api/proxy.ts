@@ -117,6 +117,9 @@ export function installProxyApi(state: LuaState, opts: ProxyBindingOptions): voi
     const given = (Array.isArray(args[1]) ? {} : (args[1] ?? {})) as Record<string, unknown>;
     const pin = given.pin;
     if (pin !== undefined && typeof pin !== 'boolean') throw bad('pin', 'a boolean', pin);
+    const forward = given.forward_context;
+    if (forward !== undefined && typeof forward !== 'boolean')
+      throw bad('forward_context', 'a boolean', forward);
     const proxyOpts: ProxyOptions = {
       prefix: optStr(given, 'prefix'),
       token: optStr(given, 'token'),
@@ -129,6 +132,7 @@ export function installProxyApi(state: LuaState, opts: ProxyBindingOptions): voi
       connectTimeoutMs: optNumber(given, 'connect_timeout_ms'),
       idleTimeoutMs: optNumber(given, 'idle_timeout_ms'),
       pin: pin === true,
+      forwardContext: forward !== false,
     };
     const oauth = given.oauth;
     if (oauth === true || (typeof oauth === 'object' && oauth !== null && !Array.isArray(oauth))) {

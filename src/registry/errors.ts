@@ -15,3 +15,24 @@ export class RegistryError extends Error {
     this.code = code;
   }
 }
+
+/** What kind of handler failed: the MCP method's subject. */
+export type HandlerKind = 'tool' | 'prompt' | 'resource' | 'completion';
+
+/**
+ * A prompt, resource or completion handler raised (or returned something unusable). It is the
+ * plugin's failure, not the hub's: the message is the handler's own, and it reaches the client
+ * as a JSON-RPC error with that message (tools report theirs as `isError` results instead).
+ */
+export class HandlerError extends RegistryError {
+  readonly owner: string;
+  readonly kind: HandlerKind;
+  readonly subject: string;
+  constructor(owner: string, kind: HandlerKind, subject: string, cause: unknown) {
+    super('handler_failed', cause instanceof Error ? cause.message : String(cause));
+    this.name = 'HandlerError';
+    this.owner = owner;
+    this.kind = kind;
+    this.subject = subject;
+  }
+}

@@ -3,7 +3,7 @@
  * so a plugin's surface can be reset or rolled back as a unit. Changes made inside a batch become
  * visible to listeners together, with one event naming every kind that changed.
  */
-import { RegistryError } from './errors.js';
+import { HandlerError, RegistryError, type HandlerKind } from './errors.js';
 import { compileValidator, type ArgumentValidator } from './schema.js';
 import { matchTemplate, isTemplate } from './uri-template.js';
 import type {
@@ -29,6 +29,8 @@ import type {
 export type ChangeListener = (kinds: ReadonlySet<EntryKind>) => void;
 /** Told when a resource's content changed (`mcp.resource_updated`), for its subscribers. */
 export type ResourceUpdateListener = (uri: string) => void;
+/** Told when a prompt, resource or completion handler failed (the plugin's error, for the log). */
+export type HandlerErrorListener = (err: HandlerError) => void;
 
 interface ToolSlot {
   entry: ToolEntry;
@@ -71,6 +73,40 @@ export class Registry {
   }
 
   private readonly updateListeners = new Set<ResourceUpdateListener>();
+  private readonly failureListeners = new Set<HandlerErrorListener>();
+
+  onHandlerError(listener: HandlerErrorListener): () => void {
+    this.failureListeners.add(listener);
+    return () => this.failureListeners.delete(listener);
+  }
+
+  /**
+   * Runs a prompt, resource or completion handler; what it throws becomes a HandlerError that
+   * names its owner, told to the listeners. A call stopped because its caller went away (or its
+   * 2026 input round ended) is not the plugin's failure and passes through unchanged.
+   */
+  private async guarded<T>(
+    owner: string,
+    kind: HandlerKind,
+    subject: string,
+    ctx: CallContext,
+    run: () => Promise<T>,
+  ): Promise<T> {
+    try {
+      return await run();
+    } catch (err) {
+      if (ctx.signal?.aborted === true) throw err;
+      const failure = new HandlerError(owner, kind, subject, err);
+      for (const listener of this.failureListeners) {
+        try {
+          listener(failure);
+        } catch {
+          // A broken log listener must not change what the client is told.
+        }
+      }
+      throw failure;
+    }
+  }
 
   onResourceUpdated(listener: ResourceUpdateListener): () => void {
     this.updateListeners.add(listener);
@@ -110,7 +146,14 @@ export class Registry {
       if (entry && (!filter || filter(entry.owner))) handler = entry.complete;
     }
     if (!handler) return { values: [], total: 0, hasMore: false };
-    return handler(argument, value, context, ctx);
+    const owner =
+      ref.type === 'ref/prompt'
+        ? (this.prompts.get(ref.name!)?.owner ?? '')
+        : (this.resources.get(ref.uri!)?.owner ?? '');
+    const complete = handler;
+    return this.guarded(owner, 'completion', ref.name ?? ref.uri ?? '', ctx, () =>
+      complete(argument, value, context, ctx),
+    );
   }
 
   // ---- batches -------------------------------------------------------------------------------
@@ -251,12 +294,12 @@ export class Registry {
     const input = args ?? {};
     const problem = slot.validate(input);
     if (problem !== undefined) {
-      return errorResult(`Invalid arguments for tool '${slot.info.name}': ${problem}`);
+      return failureResult(`Invalid arguments for tool '${slot.info.name}': ${problem}`);
     }
     try {
       return await slot.entry.handler(input, withView(ctx, filter));
     } catch (err) {
-      return errorResult(err instanceof Error ? err.message : String(err));
+      return failureResult(err instanceof Error ? err.message : String(err));
     }
   }
 
@@ -329,7 +372,7 @@ export class Registry {
         );
       }
     }
-    return entry.handler(given, ctx);
+    return this.guarded(entry.owner, 'prompt', name, ctx, () => entry.handler(given, ctx));
   }
 
   // ---- resources -----------------------------------------------------------------------------
@@ -398,7 +441,11 @@ export class Registry {
   ): Promise<ResourceReadResult> {
     const found = this.resolveResource(uri, filter);
     if (!found) throw new RegistryError('unknown_resource', `Resource not found: ${uri}`);
-    return found.entry.handler(uri, found.params, { ...ctx, uri });
+    const { entry, params } = found;
+    const readCtx = { ...ctx, uri };
+    return this.guarded(entry.owner, 'resource', uri, readCtx, () =>
+      entry.handler(uri, params, readCtx),
+    );
   }
 
   // ---- owners --------------------------------------------------------------------------------
@@ -488,6 +535,24 @@ function withView(ctx: CallContext, filter: OwnerFilter): CallContext {
 
 export function errorResult(message: string): ToolResult {
   return { content: [{ type: 'text', text: message }], isError: true };
+}
+
+/**
+ * Marks a tool error that the handler raised (or the hub made: bad arguments, an unreachable
+ * upstream), as opposed to an `isError` result the tool returned as its answer. Lua's
+ * `mcp.call_tool` answers the first with `nil, err` and the second with its content blocks and
+ * `is_error = true`, as Botster does. Not enumerable: it never reaches the wire.
+ */
+export const RAISED: unique symbol = Symbol('moonhub.raised');
+
+export function failureResult(message: string): ToolResult {
+  const result = errorResult(message);
+  Object.defineProperty(result, RAISED, { value: true });
+  return result;
+}
+
+export function wasRaised(result: ToolResult): boolean {
+  return (result as { [RAISED]?: boolean })[RAISED] === true;
 }
 
 function byKey<T>(key: (v: T) => string): (a: T, b: T) => number {

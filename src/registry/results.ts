@@ -80,10 +80,17 @@ export function toToolResult(value: unknown): ToolResult {
   return result;
 }
 
-/** `{description, messages}` or a string (one user text message). */
-export function toPromptResult(value: unknown, name: string): PromptResult {
+/**
+ * `{description, messages}` or a string (one user text message, with the prompt's own
+ * `description` as Botster gives it).
+ */
+export function toPromptResult(value: unknown, name: string, description?: string): PromptResult {
   if (typeof value === 'string' || value instanceof Uint8Array) {
-    return { messages: [{ role: 'user', content: { type: 'text', text: asText(value) } }] };
+    const result: PromptResult = {
+      messages: [{ role: 'user', content: { type: 'text', text: asText(value) } }],
+    };
+    if (description !== undefined && description !== '') result.description = description;
+    return result;
   }
   if (!isPlainObject(value) || !Array.isArray(value.messages)) {
     throw new RegistryError(
@@ -128,15 +135,35 @@ export function toPromptResult(value: unknown, name: string): PromptResult {
   return result;
 }
 
+/** A resource content item: a string, bytes, or a table with `text` or `blob`. */
+function isResourceItem(v: unknown): boolean {
+  return (
+    typeof v === 'string' ||
+    v instanceof Uint8Array ||
+    (isPlainObject(v) && (v.text !== undefined || v.blob !== undefined))
+  );
+}
+
 /**
  * A string (text), `{text=..., mime_type=...}`, `{blob=<bytes>, mime_type=...}` or an array of
- * those. Blobs are bytes (a Lua string) and go out base64-encoded.
+ * those. Blobs are bytes (a Lua string) and go out base64-encoded. As Botster: any other table
+ * is sent as its JSON text, and a number or boolean as its `tostring`, with the resource's MIME
+ * type (`application/json` when it has none).
  */
 export function toResourceContents(
   value: unknown,
   uri: string,
   defaultMime?: string,
 ): ResourceContents[] {
+  if (typeof value === 'number' || typeof value === 'boolean') {
+    return [withMime({ uri, text: String(value) }, defaultMime ?? 'application/json')];
+  }
+  const asItems = Array.isArray(value)
+    ? value.length > 0 && value.every(isResourceItem)
+    : isResourceItem(value);
+  if (!asItems && (isPlainObject(value) || Array.isArray(value))) {
+    return [withMime({ uri, text: toJsonText(value) }, defaultMime ?? 'application/json')];
+  }
   const items = Array.isArray(value) ? value : [value];
   return items.map((item, i) => {
     if (typeof item === 'string') return withMime({ uri, text: item }, defaultMime);

@@ -19,6 +19,12 @@ export interface CallContext {
   request_id?: string | number;
   /** The URI being read (resources only). */
   uri?: string;
+  /**
+   * Other fields of a context table a Lua caller passed to `mcp.call_tool` (Botster's
+   * `workspace_id`, `branch_name`, ...): shown to the handler as they are. Never identity: who
+   * is calling always comes from the fields above.
+   */
+  fields?: Record<string, string | number | boolean>;
   /** Aborted when the caller cancels or goes away. */
   signal?: AbortSignal;
   /** The client that made the call, for messages back to it while the call runs. */

@@ -85,6 +85,9 @@ const LOCAL_TO_WIRE: Partial<Record<RegistryErrorCode, WireErrorName>> = {
   unknown_prompt: 'unknown_prompt',
   unknown_resource: 'unknown_resource',
   invalid_arguments: 'invalid_params',
+  // The plugin's failure, logged as such by the registry's listener: the client gets the
+  // handler's own message under MCP's code for a failed read, render or completion.
+  handler_failed: 'handler_failed',
 };
 
 const CAPABILITIES: Record<string, unknown> = {

@@ -1,8 +1,9 @@
 /**
  * Issuing a session, shared by `moonhub session create` and the admin API: the request is
  * checked against the config (names the config does not define are refused when it defines
- * that kind), the session is stored, and the answer carries a ready MCP client entry over HTTP
- * (with the bearer token) and over stdio (`moonhub serve --stdio --session UUID`).
+ * that kind), the session is stored, and the answer carries ready MCP client entries: over HTTP
+ * (with the bearer token), over stdio into the running hub (`moonhub connect URL`, the token in
+ * `MOONHUB_TOKEN`), and a standalone stdio hub (`moonhub serve --stdio --session UUID`).
  */
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -60,7 +61,13 @@ export interface IssuedSession {
   name?: string;
   mcp_config: {
     http: { type: 'http'; url: string; headers: { Authorization: string } };
-    stdio: { type: 'stdio'; command: string; args: string[] };
+    /** Joins the running hub: `moonhub connect URL`, the token in the environment. */
+    stdio: { type: 'stdio'; command: string; args: string[]; env: { MOONHUB_TOKEN: string } };
+    /**
+     * A hub of its own in the client's process tree (`serve --stdio --session`): same plugins
+     * and view, but no running hub needed, and so no messages with the running hub's agents.
+     */
+    stdio_standalone: { type: 'stdio'; command: string; args: string[] };
   };
 }
 
@@ -100,7 +107,13 @@ function describeIssued(
     agent: record.agent!,
     mcp_config: {
       http: { type: 'http', url, headers: { Authorization: `Bearer ${token}` } },
-      stdio: { type: 'stdio', command: process.execPath, args },
+      stdio: {
+        type: 'stdio',
+        command: process.execPath,
+        args: [BIN, 'connect', url],
+        env: { MOONHUB_TOKEN: token },
+      },
+      stdio_standalone: { type: 'stdio', command: process.execPath, args },
     },
   };
   if (record.target !== undefined) out.target = record.target;

@@ -156,10 +156,19 @@ export class DirectHttp {
     // Params are never empty here (a name or a uri), so `_meta` follows a comma.
     const id = `moonhub-${nextId++}`;
     const name = params[NAME_FIELD[method]];
+    // A caller's own `_meta` members (Botster's context) join the progress token's envelope.
+    let own = '';
+    let sent = params;
+    if (params._meta !== undefined) {
+      const { _meta: meta, ...rest } = params;
+      sent = rest;
+      const inner = JSON.stringify(meta ?? {}).slice(1, -1);
+      if (inner !== '') own = ',' + inner;
+    }
     const body =
       `{"jsonrpc":"2.0","id":"${id}","method":"${method}","params":` +
-      JSON.stringify(params).slice(0, -1) +
-      `,"_meta":{"progressToken":"${id}"${this.metaTail}}}`;
+      JSON.stringify(sent).slice(0, -1) +
+      `,"_meta":{"progressToken":"${id}"${own}${this.metaTail}}}`;
     return new Promise((resolve, reject) => {
       const call = new DirectCall(
         this,

@@ -19,6 +19,8 @@ import type {
 import { compileValidator, type ArgumentValidator } from '../registry/schema.js';
 import { UpstreamConnection, type ConnectionOptions } from './connection.js';
 import { UpstreamRelay } from './relay.js';
+import { botsterMeta } from './botster-meta.js';
+import { failureResult } from '../registry/registry.js';
 
 export interface ProxyOptions {
   prefix?: string;
@@ -32,6 +34,8 @@ export interface ProxyOptions {
   connectTimeoutMs?: number;
   idleTimeoutMs?: number;
   pin?: boolean;
+  /** Send the caller's context as `params._meta.botster` (default true, as Botster does). */
+  forwardContext?: boolean;
   transformArguments?: (
     name: string,
     args: Record<string, unknown>,
@@ -451,19 +455,14 @@ export class UpstreamProxy {
     // The context carries what the call needs: the caller's signal and its peer (progress).
     const tracked = this.relay.track(ctx.peer);
     try {
-      const result = await this.connection.call(
-        'tools/call',
-        { name: upstreamName, arguments: input },
-        ctx,
-        tool?.direct !== false,
-      );
+      const params: Record<string, unknown> = { name: upstreamName, arguments: input };
+      const meta = this.opts.forwardContext === false ? undefined : botsterMeta(ctx);
+      if (meta !== undefined) params._meta = { botster: meta };
+      const result = await this.connection.call('tools/call', params, ctx, tool?.direct !== false);
       if (tool !== undefined) checkStructured(tool, upstreamName, result);
       return toolResult(result);
     } catch (err) {
-      return {
-        isError: true,
-        content: [{ type: 'text', text: `upstream ${this.url} failed: ${(err as Error).message}` }],
-      };
+      return failureResult(`upstream ${this.url} failed: ${(err as Error).message}`);
     } finally {
       this.relay.untrack(tracked);
     }

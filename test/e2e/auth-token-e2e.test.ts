@@ -63,7 +63,7 @@ describe('token authentication', () => {
     await assert.rejects(connectWithToken(hub.url, 'legacy', undefined), /401|nauthorized/);
   });
 
-  it('refuses wrong, malformed and non-bearer tokens with invalid_token', async () => {
+  it('refuses wrong, malformed and non-bearer tokens with 403 invalid_token and words a client shows', async () => {
     const forged = `mhs_${'A'.repeat(16)}_${'b'.repeat(43)}`;
     const real = A.token;
     const tampered = real.slice(0, -1) + (real.endsWith('x') ? 'y' : 'x');
@@ -75,11 +75,15 @@ describe('token authentication', () => {
       'Bearer',
     ]) {
       const r = await rawPost(hub.url, LIST, { Authorization: authorization });
-      assert.equal(r.status, 401, authorization);
+      // 403, not 401: a 401 sends OAuth clients (mcp-remote, the Inspector) into a discovery
+      // that cannot work against session tokens, and they drop this body.
+      assert.equal(r.status, 403, authorization);
       assert.match(r.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+      assert.match(r.text, /session token is wrong, revoked or belongs to another hub/);
+      assert.doesNotMatch(r.text, /Unauthorized/);
       assertNoLeak(r.text);
     }
-    await assert.rejects(connectWithToken(hub.url, 'modern', forged), /401|nauthorized/);
+    await assert.rejects(connectWithToken(hub.url, 'modern', forged), /403/);
   });
 
   it('sees a new session at once and refuses a revoked one at once', async () => {
@@ -100,10 +104,10 @@ describe('token authentication', () => {
     ]);
     assert.equal(revoked.status, 0, revoked.stderr);
     assert.deepEqual(JSON.parse(revoked.stdout), { revoked: s.session_uuid });
-    await assert.rejects(c.client.listTools(), /401|nauthorized/);
+    await assert.rejects(c.client.listTools(), /403|revoked/);
     await hub.waitForLog(/revoked session disconnected/);
     const r = await rawPost(hub.url, LIST, { Authorization: `Bearer ${s.token}` });
-    assert.equal(r.status, 401);
+    assert.equal(r.status, 403);
     assertNoLeak(r.text);
     await c.client.close().catch(() => {});
     const again = moonhubCli([
@@ -128,7 +132,7 @@ describe('token authentication', () => {
   it('refuses a token of another hub, even from the same data folder', async () => {
     const other = createSession(['--data', dir.data, '--hub-id', 'beta-hub', '--agent', 'A']);
     const r = await rawPost(hub.url, LIST, { Authorization: `Bearer ${other.token}` });
-    assert.equal(r.status, 401);
+    assert.equal(r.status, 403);
     assertNoLeak(r.text);
     const elsewhere = makeHubDir({});
     const foreign = createSession([
@@ -140,7 +144,7 @@ describe('token authentication', () => {
       'A',
     ]);
     const r2 = await rawPost(hub.url, LIST, { Authorization: `Bearer ${foreign.token}` });
-    assert.equal(r2.status, 401);
+    assert.equal(r2.status, 403);
   });
 
   it('answers 404 to a 2025 session id presented by another principal', async () => {
@@ -242,7 +246,7 @@ describe('token authentication', () => {
       }
       // ...and an admin token is no MCP credential.
       const mcp = await rawPost(hub.url, LIST, { Authorization: `Bearer ${adminToken}` });
-      assert.equal(mcp.status, 401);
+      assert.equal(mcp.status, 403);
     });
 
     it('creates, lists and revokes sessions', async () => {
@@ -268,7 +272,7 @@ describe('token authentication', () => {
 
       const revoked = await call('DELETE', `${adminUrl}/${s.session_uuid}`, adminToken);
       assert.equal(revoked.status, 200);
-      await assert.rejects(c.client.listTools(), /401|nauthorized/);
+      await assert.rejects(c.client.listTools(), /403|revoked/);
       await c.client.close().catch(() => {});
       const twice = await call('DELETE', `${adminUrl}/${s.session_uuid}`, adminToken);
       assert.equal(twice.status, 404);
@@ -303,8 +307,69 @@ describe('token authentication', () => {
     });
   });
 
+  it('joins the running hub over stdio with the printed entry (`moonhub connect`)', async () => {
+    const s1 = createSession([
+      '--config',
+      config,
+      '--data',
+      dir.data,
+      '--agent',
+      'A',
+      '--url',
+      hub.url,
+    ]);
+    const { command, args, env } = s1.mcp_config.stdio;
+    assert.deepEqual(args.slice(1), ['connect', hub.url]);
+    assert.ok(!args.join(' ').includes(s1.token), 'the token is not on the command line');
+    const client = new Client({ name: 'stdio-connect', version: '1' });
+    await client.connect(
+      new StdioClientTransport({ command, args, env: { ...process.env, ...env } as never }),
+    );
+    try {
+      assert.deepEqual(
+        (await client.listTools()).tools.map((t) => t.name),
+        ['secret.echo'],
+      );
+      const r = await client.callTool({ name: 'secret.echo', arguments: {} });
+      assert.equal((r.structuredContent as { session_uuid: string }).session_uuid, s1.session_uuid);
+    } finally {
+      await client.close();
+    }
+    // A revoked token: the client is told in the hub's words, and stderr says it once.
+    const s3 = createSession([
+      '--config',
+      config,
+      '--data',
+      dir.data,
+      '--agent',
+      'A',
+      '--url',
+      hub.url,
+    ]);
+    const transport = new StdioClientTransport({
+      ...s3.mcp_config.stdio,
+      env: { ...process.env, ...s3.mcp_config.stdio.env } as never,
+      stderr: 'pipe',
+    });
+    let stderr = '';
+    transport.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+    const c3 = new Client({ name: 'stdio-connect-revoked', version: '1' });
+    await c3.connect(transport);
+    try {
+      assert.equal((await c3.listTools()).tools.length, 1);
+      moonhubCli(['session', 'revoke', s3.session_uuid, '--config', config, '--data', dir.data]);
+      await assert.rejects(c3.listTools(), /session token is wrong, revoked/);
+      // stderr is another pipe than the answer's: give it a moment to arrive.
+      for (let i = 0; i < 40 && !/the hub refused the token/.test(stderr); i++)
+        await new Promise((r) => setTimeout(r, 50));
+      assert.match(stderr, /the hub refused the token/);
+    } finally {
+      await c3.close();
+    }
+  });
+
   it('serves a session over stdio with its view (`serve --stdio --session`)', async () => {
-    const { command, args } = A.mcp_config.stdio;
+    const { command, args } = A.mcp_config.stdio_standalone;
     assert.ok(args.includes('--session') && args.includes(A.session_uuid));
     const client = new Client({ name: 'stdio-session', version: '1' });
     await client.connect(new StdioClientTransport({ command, args, stderr: 'pipe' }));
@@ -323,18 +388,28 @@ describe('token authentication', () => {
     } finally {
       await client.close();
     }
-    // Revoked while connected: within the store poll, the session sees nothing any more.
+    // Revoked while connected: within the store poll, every request says so, and the log too.
     const s2 = createSession(['--config', config, '--data', dir.data, '--agent', 'A']);
     const c2 = new Client({ name: 'stdio-revoked', version: '1' });
-    await c2.connect(new StdioClientTransport({ ...s2.mcp_config.stdio, stderr: 'pipe' }));
+    const t2 = new StdioClientTransport({ ...s2.mcp_config.stdio_standalone, stderr: 'pipe' });
+    let log = '';
+    t2.stderr?.on('data', (d: Buffer) => (log += d.toString()));
+    await c2.connect(t2);
     try {
       assert.equal((await c2.listTools()).tools.length, 1);
       moonhubCli(['session', 'revoke', s2.session_uuid, '--config', config, '--data', dir.data]);
       const start = Date.now();
-      while ((await c2.listTools()).tools.length > 0 && Date.now() - start < 5000)
-        await new Promise((r) => setTimeout(r, 100));
-      assert.deepEqual((await c2.listTools()).tools, []);
-      await assert.rejects(c2.callTool({ name: 'secret.echo', arguments: {} }), /Unknown tool/);
+      let refusal = '';
+      while (refusal === '' && Date.now() - start < 5000) {
+        refusal = await c2.listTools().then(
+          () => '',
+          (err: Error) => err.message,
+        );
+        if (refusal === '') await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.match(refusal, new RegExp(`session ${s2.session_uuid} has been revoked`));
+      await assert.rejects(c2.callTool({ name: 'secret.echo', arguments: {} }), /has been revoked/);
+      assert.match(log, /stdio session revoked; refusing its requests/);
     } finally {
       await c2.close();
     }
@@ -432,28 +507,28 @@ describe('the inbox example with sessions', () => {
       ['alice', 'bob', 'operator'].map((a) => connectWithToken(hub.url, 'modern', s[a]!.token)),
     );
     try {
-      const who = await bob!.client.callTool({ name: 'inbox.whoami', arguments: {} });
+      const who = await bob!.client.callTool({ name: 'inbox_whoami', arguments: {} });
       assert.equal(
         (who.structuredContent as { session_uuid: string }).session_uuid,
         s.bob!.session_uuid,
       );
       await alice!.client.callTool({
-        name: 'inbox.send',
+        name: 'inbox_send',
         arguments: { to: s.bob!.session_uuid, text: 'for bob only' },
       });
-      const aliceRead = await alice!.client.callTool({ name: 'inbox.read', arguments: {} });
+      const aliceRead = await alice!.client.callTool({ name: 'inbox_read', arguments: {} });
       assert.doesNotMatch(JSON.stringify(aliceRead), /for bob only/);
-      const aliceDump = await alice!.client.callTool({ name: 'inbox.admin_dump', arguments: {} });
+      const aliceDump = await alice!.client.callTool({ name: 'inbox_admin_dump', arguments: {} });
       assert.equal(aliceDump.isError, true);
       assert.doesNotMatch(JSON.stringify(aliceDump), /for bob only/);
 
-      const dump = await op!.client.callTool({ name: 'inbox.admin_dump', arguments: {} });
+      const dump = await op!.client.callTool({ name: 'inbox_admin_dump', arguments: {} });
       assert.notEqual(dump.isError, true);
       assert.match(JSON.stringify(dump.structuredContent), /for bob only/);
 
       // The same session over a second connection (the other era) is the same inbox.
       const bob2 = await connectWithToken(hub.url, 'legacy', s.bob!.token);
-      const bobRead = await bob2.client.callTool({ name: 'inbox.read', arguments: {} });
+      const bobRead = await bob2.client.callTool({ name: 'inbox_read', arguments: {} });
       const msgs = (
         bobRead.structuredContent as {
           messages: { text: string; from: string; from_agent: string }[];

@@ -30,22 +30,22 @@ type AnyClient = Pick<
 async function exerciseExamples(client: AnyClient): Promise<void> {
   const names = (await client.listTools()).tools.map((t) => t.name);
   for (const n of [
-    'notes.add',
-    'notes.get',
-    'notes.list',
-    'inbox.send',
-    'inbox.read',
-    'clock.now',
+    'notes_add',
+    'notes_get',
+    'notes_list',
+    'inbox_send',
+    'inbox_read',
+    'clock_now',
   ]) {
     assert.ok(names.includes(n), `${n} is listed`);
   }
   const added = await client.callTool({
-    name: 'notes.add',
+    name: 'notes_add',
     arguments: { title: 'Buy milk', body: 'two litres', tags: ['home'] },
   });
   const note = added.structuredContent as { id: number | string; title: string };
   assert.equal(note.title, 'Buy milk');
-  const got = await client.callTool({ name: 'notes.get', arguments: { id: note.id } });
+  const got = await client.callTool({ name: 'notes_get', arguments: { id: note.id } });
   assert.equal((got.structuredContent as { title: string }).title, 'Buy milk');
 
   const fixed = (await client.listResources()).resources.map((r) => r.uri);
@@ -93,21 +93,47 @@ describe('examples over HTTP', () => {
     const alice = await connectHttpClient(hub.url, 'legacy');
     const bob = await connectHttpClient(hub.url, 'legacy');
     try {
-      const aliceId = (await alice.client.callTool({ name: 'inbox.whoami', arguments: {} }))
+      const aliceId = (await alice.client.callTool({ name: 'inbox_whoami', arguments: {} }))
         .structuredContent as { session_uuid: string };
       await bob.client.callTool({
-        name: 'inbox.send',
+        name: 'inbox_send',
         arguments: { to: aliceId.session_uuid, text: 'hello alice' },
       });
-      const bobRead = await bob.client.callTool({ name: 'inbox.read', arguments: {} });
+      const bobRead = await bob.client.callTool({ name: 'inbox_read', arguments: {} });
       assert.doesNotMatch(JSON.stringify(bobRead), /hello alice/, "bob cannot drain alice's inbox");
-      const aliceRead = await alice.client.callTool({ name: 'inbox.read', arguments: {} });
+      const aliceRead = await alice.client.callTool({ name: 'inbox_read', arguments: {} });
       assert.match(JSON.stringify(aliceRead), /hello alice/);
-      const again = await alice.client.callTool({ name: 'inbox.read', arguments: {} });
+      const again = await alice.client.callTool({ name: 'inbox_read', arguments: {} });
       assert.doesNotMatch(JSON.stringify(again), /hello alice/, 'reading drains');
     } finally {
       await alice.client.close();
       await bob.client.close();
+    }
+  });
+
+  it('gives the inbox an identity over plain stdio, and tells a caller without one how to get it', async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [BIN, 'serve', '--stdio', '--no-watch', '--plugins', EXAMPLES],
+      stderr: 'ignore',
+    });
+    const client = new Client({ name: 'inbox-stdio', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      const me = await client.callTool({ name: 'inbox_whoami', arguments: {} });
+      assert.notEqual(me.isError, true, JSON.stringify(me));
+      assert.match((me.structuredContent as { session_uuid: string }).session_uuid, /^stdio-/);
+    } finally {
+      await client.close();
+    }
+    // A 2026-07-28 client on a hub without authentication carries no session at all.
+    const modern = await connectHttpClient(hub.url, 'modern');
+    try {
+      const r = await modern.client.callTool({ name: 'inbox_read', arguments: {} });
+      assert.equal(r.isError, true);
+      assert.match(JSON.stringify(r), /moonhub session create --agent NAME/);
+    } finally {
+      await modern.client.close();
     }
   });
 
@@ -150,9 +176,9 @@ describe('examples over HTTP', () => {
         jsonrpc: '2.0',
         id: 3,
         method: 'tools/call',
-        params: { name: 'notes.add', arguments: { title: 42 }, _meta: meta },
+        params: { name: 'notes_add', arguments: { title: 42 }, _meta: meta },
       }),
-      { 'mcp-method': 'tools/call', 'mcp-name': 'notes.add' },
+      { 'mcp-method': 'tools/call', 'mcp-name': 'notes_add' },
     );
     const badResult = (await badArgs.json()) as {
       result: { isError: boolean; content: { text: string }[] };
@@ -199,9 +225,9 @@ describe('moonhub run', () => {
     const script = join(dir, 'ok.lua');
     writeFileSync(
       script,
-      `local content, err = mcp.call_tool("notes.add", { title = "from a script" })
+      `local content, err = mcp.call_tool("notes_add", { title = "from a script" })
        assert(content, err)
-       local list = mcp.call_tool("notes.list", {})
+       local list = mcp.call_tool("notes_list", {})
        print("this goes to stderr")
        return { added = json.decode(content[1].text).title, tools = mcp.count(), list_is_table = type(list) == "table" }`,
     );

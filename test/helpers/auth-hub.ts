@@ -84,7 +84,8 @@ export interface Issued {
   url: string;
   mcp_config: {
     http: { url: string; headers: { Authorization: string } };
-    stdio: { command: string; args: string[] };
+    stdio: { command: string; args: string[]; env: Record<string, string> };
+    stdio_standalone: { command: string; args: string[] };
   };
 }
 

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
  * `poll`: tools/call answers with an event stream that carries only an event id and ends; the
  * answer comes on the GET that resumes it (`Last-Event-ID`), as in 2025-11-25 SSE polling.
  */
-export type FakeMode = 'ok' | 'hang' | '500' | 'garbage' | 'poll';
+export type FakeMode = 'ok' | 'hang' | '500' | 'garbage' | 'poll' | 'iserror';
 
 export interface FakeUpstream {
   url: string;
@@ -26,6 +26,8 @@ export interface FakeUpstream {
   /** Forgets every session, as a restarted server would. */
   forgetSessions: () => void;
   requests: string[];
+  /** The params of every tools/call received (its `_meta` included). */
+  calls: Record<string, unknown>[];
   /** TCP connections accepted so far. */
   connections: number;
   close: () => Promise<void>;
@@ -36,6 +38,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     mode: 'ok',
     hangAll: false,
     requests: [],
+    calls: [],
     connections: 0,
     unknownSessionStatus: 404,
   } as unknown as FakeUpstream;
@@ -65,7 +68,11 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         res.writeHead(405).end();
         return;
       }
-      const msg = JSON.parse(body) as { id?: number; method: string };
+      const msg = JSON.parse(body) as {
+        id?: number;
+        method: string;
+        params?: Record<string, unknown>;
+      };
       fake.requests.push(msg.method);
       let session = req.headers['mcp-session-id'] as string | undefined;
       if (msg.method === 'initialize') {
@@ -102,7 +109,17 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
             tools: [{ name: 'work', description: 'does work', inputSchema: { type: 'object' } }],
           });
         case 'tools/call':
+          fake.calls.push(msg.params ?? {});
           if (fake.mode === 'hang') return;
+          if (fake.mode === 'iserror') {
+            return reply({
+              content: [
+                { type: 'text', text: 'Marking owner/repo#84 ready for review...' },
+                { type: 'text', text: 'GitHub did not confirm it.' },
+              ],
+              isError: true,
+            });
+          }
           if (fake.mode === 'poll') {
             polled = msg.id;
             res.writeHead(200, { 'content-type': 'text/event-stream' });

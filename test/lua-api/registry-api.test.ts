@@ -129,7 +129,6 @@ describe('mcp.tool and friends', () => {
         'mcp.proxy("http://x/mcp", { transform_arguments = "upper" })',
         /bad argument #2 to 'proxy' \(opts\.transform_arguments must be a function, got string\)/,
       ],
-      ['mcp.end_batch()', /end_batch called without a matching mcp\.begin_batch/],
     ];
     for (const [code, expected] of cases) {
       await assert.rejects(run(s, code), expected, code);

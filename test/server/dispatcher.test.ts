@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as sdk from '@modelcontextprotocol/server';
 import { Registry } from '../../src/registry/registry.js';
+import type { HandlerError } from '../../src/registry/errors.js';
 import {
   createMcpDispatcher,
   newSessionState,
@@ -168,7 +169,7 @@ describe('dispatcher', () => {
     assert.equal(scope.session!.inflight.size, 0);
   });
 
-  it('maps thrown handler errors to -32603 without leaking them', async () => {
+  it("answers a raising prompt handler with -32603 and the handler's message, as the plugin's error", async () => {
     const r = new Registry();
     r.addPrompt('o', {
       name: 'boom',
@@ -179,6 +180,8 @@ describe('dispatcher', () => {
       },
     });
     const errors: unknown[] = [];
+    const failures: HandlerError[] = [];
+    r.onHandlerError((e) => failures.push(e));
     const d = createMcpDispatcher(r, { onError: (e) => errors.push(e) });
     const out = JSON.parse(
       await d.handleRequest(
@@ -189,8 +192,10 @@ describe('dispatcher', () => {
       error: { code: number; message: string };
     };
     assert.equal(out.error.code, -32603);
-    assert.doesNotMatch(out.error.message, /secret/);
-    assert.equal(errors.length, 1);
+    assert.equal(out.error.message, 'secret');
+    assert.equal(errors.length, 0, "the handler's failure is not the hub's internal error");
+    assert.equal(failures.length, 1);
+    assert.equal(failures[0]?.owner, 'o');
   });
 });
 

@@ -3,7 +3,7 @@
 -- A folder with an init.lua is one plugin; require() finds modules inside that folder, so
 -- require("store") loads notes/store.lua. The plugin shows the three kinds of thing a plugin can
 -- register:
---   tools      notes.add, notes.list, notes.get, notes.update, notes.delete
+--   tools      notes_add, notes_list, notes_get, notes_update, notes_delete
 --   resources  note://index (a fixed URI) and note://{id} (a template), both Markdown
 -- Notes are kept in memory (see store.lua): they last until the hub stops or the plugin reloads.
 
@@ -14,7 +14,7 @@ local MARKDOWN = "text/markdown"
 -- A note id may arrive as a string ("3") or, from a less careful client, as an integer (3).
 local ID_SCHEMA = {
   type = { "string", "integer" },
-  description = "The note's id, as returned by notes.add or notes.list",
+  description = "The note's id, as returned by notes_add or notes_list",
 }
 
 local TAGS_SCHEMA = {
@@ -33,7 +33,7 @@ local function must(value, err)
   return value
 end
 
--- What notes.list shows of a note: everything but the body.
+-- What notes_list shows of a note: everything but the body.
 local function summary(note)
   return { id = note.id, title = note.title, tags = note.tags, uri = "note://" .. note.id }
 end
@@ -50,7 +50,7 @@ end
 
 -- Tools ---------------------------------------------------------------------------------------
 
-mcp.tool("notes.add", {
+mcp.tool("notes_add", {
   title = "Add a note",
   description = "Create a note and return it with its new id.",
   input_schema = {
@@ -69,7 +69,7 @@ mcp.tool("notes.add", {
   return note
 end)
 
-mcp.tool("notes.list", {
+mcp.tool("notes_list", {
   title = "List notes",
   description = "List notes, oldest first, without their bodies. Filter by tag and/or by text in the title or body.",
   input_schema = {
@@ -90,7 +90,7 @@ mcp.tool("notes.list", {
   return { count = #notes, notes = notes }
 end)
 
-mcp.tool("notes.get", {
+mcp.tool("notes_get", {
   title = "Get a note",
   description = "Return one note, body included.",
   input_schema = {
@@ -104,7 +104,7 @@ mcp.tool("notes.get", {
   return must(store:get(params.id))
 end)
 
-mcp.tool("notes.update", {
+mcp.tool("notes_update", {
   title = "Update a note",
   description = "Change a note's title, body or tags; fields left out stay as they are.",
   input_schema = {
@@ -123,7 +123,7 @@ mcp.tool("notes.update", {
   return must(store:update(params.id, params))
 end)
 
-mcp.tool("notes.delete", {
+mcp.tool("notes_delete", {
   title = "Delete a note",
   description = "Delete a note for good and return what it held.",
   input_schema = {
@@ -149,7 +149,7 @@ mcp.resource("note://index", {
 }, function()
   local notes = store:list()
   if #notes == 0 then
-    return "# Notes\n\nNo notes yet. Add one with the notes.add tool.\n"
+    return "# Notes\n\nNo notes yet. Add one with the notes_add tool.\n"
   end
   local lines = { "# Notes", "" }
   for _, note in ipairs(notes) do
