@@ -3,6 +3,7 @@
  * that answers a parsed JSON-RPC request from the registry and returns the serialised response.
  * Transports decide the era and the session; the dispatcher only reads them from the scope.
  */
+import { observeCalls, type CallEvent } from './call-observer.js';
 import { RegistryError } from '../registry/errors.js';
 import type { Abortable } from './abort.js';
 import {
@@ -105,9 +106,12 @@ export interface DispatcherOptions {
   contextFor?: (scope: RequestScope, ctx: CallContext) => void;
   /** Internal errors (handler bugs); never written to stdout. */
   onError?: (err: unknown) => void;
+  /** Per-call hook (`moonhub dev`'s log line; issue 15): see call-observer.ts. */
+  onCall?: (e: CallEvent) => void;
 }
 
 export { LazyAbort, type Abortable } from './abort.js';
+export type { CallEvent } from './call-observer.js';
 
 export interface McpDispatcher {
   readonly registry: Registry;
@@ -539,7 +543,15 @@ export function createMcpDispatcher(
     registry,
     serverInfo,
     capabilities,
-    handleRequest,
+    // The per-call hook (issue 15), wrapped in only when one is given.
+    handleRequest:
+      opts.onCall === undefined
+        ? handleRequest
+        : observeCalls(
+            handleRequest,
+            opts.onCall,
+            (scope) => scope.principal ?? scope.session?.principal,
+          ),
     handleNotification,
     handleResponse,
   };

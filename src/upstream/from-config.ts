@@ -1,0 +1,57 @@
+/**
+ * The config file's `upstreams` (the `mcpServers` shape MCP clients use): each entry becomes the
+ * same proxy `mcp.proxy` makes, owned by the entry's name, so views scope it like a plugin of that
+ * name and `hub_status` shows it like any other upstream.
+ */
+import type { Logger } from '../log.js';
+import type { Registry } from '../registry/registry.js';
+import type { UpstreamConfig } from '../config/config.js';
+import { upstreamsOf } from './manager.js';
+import type { ProxyOptions } from './proxy.js';
+
+/** One word of a `stdio:` command line, quoted so transports.splitCommandLine gives it back. */
+function quoteWord(word: string): string {
+  if (word !== '' && /^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word;
+  return `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The proxy address of an entry: `stdio:<command line>` or its URL. */
+export function upstreamAddress(up: UpstreamConfig): string {
+  if (up.command !== undefined)
+    return `stdio:${[up.command, ...(up.args ?? [])].map(quoteWord).join(' ')}`;
+  if (up.url !== undefined) return up.url;
+  throw new Error('an upstream needs command or url');
+}
+
+export function upstreamProxyOptions(name: string, up: UpstreamConfig): ProxyOptions {
+  return {
+    prefix: up.prefix ?? `${name}.`,
+    headers: up.headers,
+    env: up.env,
+    cwd: up.cwd,
+    include: up.include,
+    exclude: up.exclude,
+    pin: up.pin === true,
+    timeoutMs: up.timeout_ms,
+    connectTimeoutMs: up.connect_timeout_ms,
+  };
+}
+
+/** Starts every enabled upstream of the config (the plugin host refuses plugins of their names). */
+export function startConfiguredUpstreams(
+  registry: Registry,
+  upstreams: Readonly<Record<string, UpstreamConfig>>,
+  logger: Logger,
+): void {
+  const manager = upstreamsOf(registry);
+  // The declaring "state" of a config upstream: no plugin reload ever settles it away.
+  const declaredBy = { config: true };
+  for (const [name, up] of Object.entries(upstreams)) {
+    if (up.disabled === true) continue;
+    const address = upstreamAddress(up);
+    const log = logger.child({ upstream: name });
+    manager
+      .proxy(name, address, upstreamProxyOptions(name, up), declaredBy, log)
+      .catch((err: unknown) => log.error({ err }, 'upstream from the config could not start'));
+  }
+}
