@@ -31,6 +31,8 @@ export interface HubOptions {
 export interface Hub {
   registry: Registry;
   plugins: PluginHost;
+  /** Settles once the config's upstreams have each connected or failed a first time. */
+  upstreamsReady: Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -47,7 +49,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     reservedNames: new Set(Object.keys(opts.upstreams ?? {})),
   });
   registerHubStatus(registry, plugins, opts.pluginDirs);
-  startConfiguredUpstreams(registry, opts.upstreams ?? {}, opts.logger);
+  const upstreamsReady = startConfiguredUpstreams(registry, opts.upstreams ?? {}, opts.logger);
   await plugins.start();
   const codeMode =
     opts.execute === false
@@ -59,5 +61,5 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     await upstreamsOf(registry).stop();
     await codeMode?.close();
   };
-  return { registry, plugins, stop };
+  return { registry, plugins, upstreamsReady, stop };
 }

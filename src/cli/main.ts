@@ -14,6 +14,11 @@ import { Access, checkExposure, isLoopback } from '../access.js';
 import { addSessionCommands } from './session-commands.js';
 import { runScript } from './run-script.js';
 import { toJsonText } from '../registry/results.js';
+import { addAuthorCommands, projectDefaults } from './author-commands.js';
+import { callLine, watchPlugins } from './dev-log.js';
+import { clientSetup, clientSetupText } from '../sessions/client-setup.js';
+import type { CallEvent } from '../server/dispatcher.js';
+import type { Hub } from '../hub.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -53,7 +58,13 @@ interface ServeFlags {
   force?: boolean;
 }
 
-async function serve(flags: ServeFlags): Promise<void> {
+/** What `moonhub dev` adds to `serve`: its per-call line and its start-up text. */
+interface ServeHooks {
+  onCall?: (e: CallEvent) => void;
+  ready?: (hub: Hub, url: string | undefined) => void;
+}
+
+async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
   const logger = createLogger(flags.logLevel);
   const s = resolveSettings(flags);
   if (s.dirs.length === 0)
@@ -97,6 +108,7 @@ async function serve(flags: ServeFlags): Promise<void> {
         input: process.stdin,
         output: process.stdout,
         onError,
+        onCall: hooks.onCall,
         ...access.stdioOptions(flags.session),
       });
     } catch (err) {
@@ -104,6 +116,7 @@ async function serve(flags: ServeFlags): Promise<void> {
       throw err;
     }
     process.stderr.write(`moonhub: serving MCP on stdio (${hub.registry.countTools()} tools)\n`);
+    hooks.ready?.(hub, undefined);
     await server.closed;
     await Promise.allSettled([access.close(), hub.stop()]);
     return;
@@ -113,6 +126,7 @@ async function serve(flags: ServeFlags): Promise<void> {
     host: s.host,
     port: s.port,
     onError,
+    onCall: hooks.onCall,
     allowedHosts,
     ...access.httpOptions(),
   });
@@ -120,6 +134,7 @@ async function serve(flags: ServeFlags): Promise<void> {
   process.stderr.write(
     `moonhub: serving MCP at ${http.url} (${hub.registry.countTools()} tools)\n`,
   );
+  hooks.ready?.(hub, http.url);
   await new Promise<void>((done) => {
     const stop = () => {
       process.off('SIGINT', stop);
@@ -129,6 +144,22 @@ async function serve(flags: ServeFlags): Promise<void> {
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
+}
+
+/** `moonhub dev`: serve with reloads, a human line per call, and the clients' set-up. */
+function dev(flags: ServeFlags): Promise<void> {
+  const say = (text: string) => process.stderr.write(`${text}\n`);
+  return serve(
+    { ...projectDefaults(flags), watch: true, logLevel: flags.logLevel ?? 'warn' },
+    {
+      onCall: (e) => say(callLine(e)),
+      ready: (hub, url) => {
+        watchPlugins(hub.plugins, say);
+        if (url !== undefined) say(`\nConnect a client:\n${clientSetupText(clientSetup('moonhub', url))}\n`);
+        say('Watching for changes; one line per call below. Ctrl-C stops.');
+      },
+    },
+  );
 }
 
 interface RunFlags {
@@ -210,7 +241,19 @@ export function buildProgram(): Command {
     .option('--log-level <level>', 'log level on stderr (default warn)')
     .action((file: string, flags: RunFlags) => run(file, flags));
 
+  program
+    .command('dev')
+    .description(
+      'serve for development: reload on save, a line per call, client set-up printed at start',
+    )
+    .option('-p, --plugins <dir>', 'a plugins directory (repeatable; default ./plugins)', collect, [])
+    .addOption(new Option('--port <n>', 'HTTP port (default 8848)').argParser(port))
+    .option('-c, --config <file>', 'config file (default ./moonhub.yaml when present)')
+    .option('--log-level <level>', 'JSON log level on stderr (default warn)')
+    .action((flags: ServeFlags) => dev(flags));
+
   addSessionCommands(program, collect);
+  addAuthorCommands(program, collect);
 
   return program;
 }

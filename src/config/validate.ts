@@ -99,11 +99,16 @@ export function loadDataFile(
       throw new Error(`${what} ${file}: ${(err as Error).message}`);
     }
   }
+  checkAgainstSchema(data, schemaFile, `${what} ${file}`);
+  return data;
+}
+
+/** Checks parsed data against a schema in schemas/; the error names `label` and the key. */
+export function checkAgainstSchema(data: unknown, schemaFile: string, label: string): void {
   const validate = validator(schemaFile);
   if (!validate(data)) {
     // A failed oneOf comes after its branches' errors, and says more than they do.
     const e = validate.errors!.find((x) => x.keyword === 'oneOf') ?? validate.errors![0]!;
-    throw new Error(`${what} ${file}: '${keyOf(e)}' ${reasonOf(e)}`);
+    throw new Error(`${label}: '${keyOf(e)}' ${reasonOf(e)}`);
   }
-  return data;
 }

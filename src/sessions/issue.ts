@@ -8,6 +8,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HubConfig } from '../config/config.js';
 import type { SessionRecord, SessionStore } from './store.js';
+import { clientSetup, type ClientSetup } from './client-setup.js';
 
 export const BIN = resolve(
   dirname(fileURLToPath(import.meta.url)),
@@ -62,6 +63,8 @@ export interface IssuedSession {
     http: { type: 'http'; url: string; headers: { Authorization: string } };
     stdio: { type: 'stdio'; command: string; args: string[] };
   };
+  /** The same over HTTP for Claude Code, VS Code, Cursor and the Inspector. */
+  clients: ClientSetup;
 }
 
 export function issueSession(
@@ -102,6 +105,7 @@ function describeIssued(
       http: { type: 'http', url, headers: { Authorization: `Bearer ${token}` } },
       stdio: { type: 'stdio', command: process.execPath, args },
     },
+    clients: clientSetup(`moonhub-${record.agent!}`, url, token),
   };
   if (record.target !== undefined) out.target = record.target;
   if (record.name !== undefined) out.name = record.name;

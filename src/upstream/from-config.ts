@@ -37,12 +37,18 @@ export function upstreamProxyOptions(name: string, up: UpstreamConfig): ProxyOpt
   };
 }
 
-/** Starts every enabled upstream of the config (the plugin host refuses plugins of their names). */
+/**
+ * Starts every enabled upstream of the config (the plugin host refuses plugins of their names).
+ * The promise settles once each has imported or failed its first attempt (at most `waitMs`);
+ * `serve` does not wait for it, `call` and `list` do.
+ */
 export function startConfiguredUpstreams(
   registry: Registry,
   upstreams: Readonly<Record<string, UpstreamConfig>>,
   logger: Logger,
-): void {
+  waitMs = 10_000,
+): Promise<void> {
+  const started: Promise<unknown>[] = [];
   const manager = upstreamsOf(registry);
   // The declaring "state" of a config upstream: no plugin reload ever settles it away.
   const declaredBy = { config: true };
@@ -50,8 +56,13 @@ export function startConfiguredUpstreams(
     if (up.disabled === true) continue;
     const address = upstreamAddress(up);
     const log = logger.child({ upstream: name });
-    manager
-      .proxy(name, address, upstreamProxyOptions(name, up), declaredBy, log)
-      .catch((err: unknown) => log.error({ err }, 'upstream from the config could not start'));
+    const opts = upstreamProxyOptions(name, up);
+    started.push(
+      manager
+        .proxy(name, address, opts, declaredBy, log)
+        .then((proxy) => proxy.settle(Math.min(opts.connectTimeoutMs ?? waitMs, waitMs)))
+        .catch((err: unknown) => log.error({ err }, 'upstream from the config could not start')),
+    );
   }
+  return Promise.all(started).then(() => undefined);
 }
