@@ -32,7 +32,9 @@ async function withHub<T>(given: ProjectFlags, fn: (hub: Hub) => Promise<T>): Pr
   const logger = createLogger(flags.logLevel ?? 'warn');
   const s = resolveSettings(flags);
   if (s.dirs.length === 0 && s.config.upstreams === undefined)
-    throw new Error('nothing to load: pass --plugins DIR or --config FILE (or run in a hub folder)');
+    throw new Error(
+      'nothing to load: pass --plugins DIR or --config FILE (or run in a hub folder)',
+    );
   const hub = await startHub({
     hubId: s.hub_id,
     pluginDirs: s.dirs,
@@ -78,9 +80,18 @@ async function list(flags: ProjectFlags & { json?: boolean }): Promise<void> {
         lines.push(`  ${n.padEnd(width)}  ${text}`.trimEnd());
       }
     };
-    section('tools', all.tools.map((t) => [t.name, t.description]));
-    section('prompts', all.prompts.map((p) => [p.name, p.description]));
-    section('resources', all.resources.map((x) => [x.uri, x.description ?? x.name]));
+    section(
+      'tools',
+      all.tools.map((t) => [t.name, t.description]),
+    );
+    section(
+      'prompts',
+      all.prompts.map((p) => [p.name, p.description]),
+    );
+    section(
+      'resources',
+      all.resources.map((x) => [x.uri, x.description ?? x.name]),
+    );
     section(
       'resource templates',
       all.resource_templates.map((x) => [x.uriTemplate, x.description ?? x.name]),
@@ -131,7 +142,10 @@ async function call(
     }
     if (r.getPromptEntry(name) !== undefined) {
       const strings = Object.fromEntries(
-        Object.entries(args ?? {}).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]),
+        Object.entries(args ?? {}).map(([k, v]) => [
+          k,
+          typeof v === 'string' ? v : JSON.stringify(v),
+        ]),
       );
       return out(await r.getPrompt(name, strings, ctx));
     }

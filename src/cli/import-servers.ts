@@ -21,7 +21,10 @@ export interface ImportReport {
 }
 
 /** The servers of a client's file, by name, reduced to what an upstream entry holds. */
-export function serversOf(file: string): { servers: Record<string, UpstreamConfig>; dropped: Record<string, string[]> } {
+export function serversOf(file: string): {
+  servers: Record<string, UpstreamConfig>;
+  dropped: Record<string, string[]>;
+} {
   let data: unknown;
   try {
     data = JSON.parse(readFileSync(file, 'utf8'));
@@ -29,9 +32,10 @@ export function serversOf(file: string): { servers: Record<string, UpstreamConfi
     throw new Error(`cannot read ${file} as JSON: ${(err as Error).message}`);
   }
   const d = data as Record<string, unknown>;
-  const list = (d.mcpServers ?? d.servers ?? (d.mcp as Record<string, unknown> | undefined)?.servers) as
-    | Record<string, Record<string, unknown>>
-    | undefined;
+  const list = (d.mcpServers ??
+    d.servers ??
+    (d.mcp as Record<string, unknown> | undefined)?.servers) as
+    Record<string, Record<string, unknown>> | undefined;
   if (list === undefined || typeof list !== 'object' || Array.isArray(list))
     throw new Error(`${file} has no "mcpServers" (or VS Code "servers") object`);
   const servers: Record<string, UpstreamConfig> = {};

@@ -155,7 +155,8 @@ function dev(flags: ServeFlags): Promise<void> {
       onCall: (e) => say(callLine(e)),
       ready: (hub, url) => {
         watchPlugins(hub.plugins, say);
-        if (url !== undefined) say(`\nConnect a client:\n${clientSetupText(clientSetup('moonhub', url))}\n`);
+        if (url !== undefined)
+          say(`\nConnect a client:\n${clientSetupText(clientSetup('moonhub', url))}\n`);
         say('Watching for changes; one line per call below. Ctrl-C stops.');
       },
     },
@@ -246,7 +247,12 @@ export function buildProgram(): Command {
     .description(
       'serve for development: reload on save, a line per call, client set-up printed at start',
     )
-    .option('-p, --plugins <dir>', 'a plugins directory (repeatable; default ./plugins)', collect, [])
+    .option(
+      '-p, --plugins <dir>',
+      'a plugins directory (repeatable; default ./plugins)',
+      collect,
+      [],
+    )
     .addOption(new Option('--port <n>', 'HTTP port (default 8848)').argParser(port))
     .option('-c, --config <file>', 'config file (default ./moonhub.yaml when present)')
     .option('--log-level <level>', 'JSON log level on stderr (default warn)')
