@@ -171,7 +171,7 @@ interface RunFlags {
   logLevel?: string;
 }
 
-async function run(file: string, flags: RunFlags): Promise<void> {
+async function run(file: string, args: string[], flags: RunFlags): Promise<void> {
   const logger = createLogger(flags.logLevel ?? 'warn');
   const s = resolveSettings(flags);
   const hub = await startHub({
@@ -188,6 +188,7 @@ async function run(file: string, flags: RunFlags): Promise<void> {
       file: resolve(file),
       root: flags.root ?? process.cwd(),
       timeoutMs: flags.timeout,
+      args,
       logger,
       print: (text) => process.stderr.write(`${text}\n`),
     });
@@ -230,6 +231,7 @@ export function buildProgram(): Command {
     .command('run')
     .description('run a Lua script against the loaded plugins and print its return value as JSON')
     .argument('<file>', 'the Lua script')
+    .argument('[args...]', "words the script gets as its chunk's `...`")
     .option('-p, --plugins <dir>', 'a plugins directory (repeatable)', collect, [])
     .option(
       '--root <dir>',
@@ -240,7 +242,7 @@ export function buildProgram(): Command {
     )
     .option('-c, --config <file>', 'config file (JSON or YAML)')
     .option('--log-level <level>', 'log level on stderr (default warn)')
-    .action((file: string, flags: RunFlags) => run(file, flags));
+    .action((file: string, args: string[], flags: RunFlags) => run(file, args, flags));
 
   program
     .command('dev')
