@@ -149,6 +149,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
 /** `moonhub dev`: serve with reloads, a human line per call, and the clients' set-up. */
 function dev(flags: ServeFlags): Promise<void> {
   const say = (text: string) => process.stderr.write(`${text}\n`);
+  const settings = resolveSettings(projectDefaults(flags));
   return serve(
     { ...projectDefaults(flags), watch: true, logLevel: flags.logLevel ?? 'warn' },
     {
@@ -157,6 +158,10 @@ function dev(flags: ServeFlags): Promise<void> {
         watchPlugins(hub.plugins, say);
         if (url !== undefined)
           say(`\nConnect a client:\n${clientSetupText(clientSetup('moonhub', url))}\n`);
+        if (url !== undefined && settings.authMode !== 'none')
+          say(
+            'This hub wants a token: `moonhub session create --agent NAME` prints these with it.',
+          );
         say('Watching for changes; one line per call below. Ctrl-C stops.');
       },
     },

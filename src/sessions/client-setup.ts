@@ -3,6 +3,7 @@
  * token, when the hub wants one): printed by `moonhub dev` at start and returned by
  * `session create` next to its `mcp_config`.
  */
+import { shellWord } from '../shell-words.js';
 
 export interface ClientSetup {
   /** A shell command for Claude Code. */
@@ -13,12 +14,6 @@ export interface ClientSetup {
   cursor: { mcpServers: Record<string, Record<string, unknown>> };
   /** A shell command opening the MCP Inspector on the endpoint. */
   inspector: string;
-}
-
-/** Single-quotes a word for POSIX shells when it needs it. */
-export function shellWord(word: string): string {
-  if (word !== '' && /^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word;
-  return `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
 export function clientSetup(name: string, url: string, token?: string): ClientSetup {

@@ -8,17 +8,12 @@ import type { Registry } from '../registry/registry.js';
 import type { UpstreamConfig } from '../config/config.js';
 import { upstreamsOf } from './manager.js';
 import type { ProxyOptions } from './proxy.js';
-
-/** One word of a `stdio:` command line, quoted so transports.splitCommandLine gives it back. */
-function quoteWord(word: string): string {
-  if (word !== '' && /^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word;
-  return `'${word.replace(/'/g, `'\\''`)}'`;
-}
+import { shellWord } from '../shell-words.js';
 
 /** The proxy address of an entry: `stdio:<command line>` or its URL. */
 export function upstreamAddress(up: UpstreamConfig): string {
   if (up.command !== undefined)
-    return `stdio:${[up.command, ...(up.args ?? [])].map(quoteWord).join(' ')}`;
+    return `stdio:${[up.command, ...(up.args ?? [])].map(shellWord).join(' ')}`;
   if (up.url !== undefined) return up.url;
   throw new Error('an upstream needs command or url');
 }

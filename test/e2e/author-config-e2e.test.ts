@@ -126,6 +126,19 @@ describe('moonhub import: an mcpServers file proxies a real stdio and a real HTT
       '--url',
       hub.url,
     ]);
+    // session create prints ready entries for the clients people use, with the token in them.
+    const entries = (all as unknown as { clients: { claude_code: string; vscode: unknown } })
+      .clients;
+    assert.ok(entries.claude_code.endsWith(`--header 'Authorization: Bearer ${all.token}'`));
+    assert.deepEqual(entries.vscode, {
+      servers: {
+        'moonhub-dev': {
+          type: 'http',
+          url: hub.url,
+          headers: { Authorization: `Bearer ${all.token}` },
+        },
+      },
+    });
     const a = await connectWithToken(hub.url, 'modern', all.token);
     clients.push(a.client);
     const deadline = Date.now() + 20_000;
