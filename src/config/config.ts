@@ -7,6 +7,7 @@ import { dirname, resolve } from 'node:path';
 import type { ExecuteConfig } from './execute-config.js';
 import { loadDataFile } from './validate.js';
 import { interpolateEnv } from './interpolate.js';
+import type { UpstreamConfig } from '../upstream/from-config.js';
 
 export type AuthMode = 'none' | 'token' | 'oauth';
 
@@ -44,28 +45,8 @@ export interface AuthConfig {
 /** Values a plugin reads with `secrets.get(key)`: `plugins.settings.<plugin name>`. */
 export type PluginSettings = Record<string, unknown>;
 
-/**
- * One `upstreams` entry: the `mcpServers` shape of MCP clients (command/args/env/cwd or
- * url/headers) plus moonhub's proxy options. Its name scopes it like a plugin's.
- */
-export interface UpstreamConfig {
-  type?: 'stdio' | 'http' | 'streamable-http' | 'streamableHttp' | 'sse';
-  command?: string;
-  args?: string[];
-  env?: Record<string, string>;
-  /** Absolute once loaded (relative to the config file in the file). */
-  cwd?: string;
-  url?: string;
-  headers?: Record<string, string>;
-  disabled?: boolean;
-  /** Default: the upstream's name and a dot. */
-  prefix?: string;
-  include?: string[];
-  exclude?: string[];
-  pin?: boolean;
-  timeout_ms?: number;
-  connect_timeout_ms?: number;
-}
+/** One `upstreams` entry (the proxy layer defines it: upstream/from-config.ts). */
+export type { UpstreamConfig } from '../upstream/from-config.js';
 
 export interface HubConfig {
   hub_id?: string;

@@ -5,10 +5,32 @@
  */
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
-import type { UpstreamConfig } from '../config/config.js';
 import { upstreamsOf } from './manager.js';
 import type { ProxyOptions } from './proxy.js';
 import { shellWord } from '../shell-words.js';
+
+/**
+ * One `upstreams` entry: the `mcpServers` shape of MCP clients (command/args/env/cwd or
+ * url/headers) plus moonhub's proxy options. Its name scopes it like a plugin's.
+ */
+export interface UpstreamConfig {
+  type?: 'stdio' | 'http' | 'streamable-http' | 'streamableHttp' | 'sse';
+  command?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  /** Absolute once loaded (relative to the config file in the file). */
+  cwd?: string;
+  url?: string;
+  headers?: Record<string, string>;
+  disabled?: boolean;
+  /** Default: the upstream's name and a dot. */
+  prefix?: string;
+  include?: string[];
+  exclude?: string[];
+  pin?: boolean;
+  timeout_ms?: number;
+  connect_timeout_ms?: number;
+}
 
 /** The proxy address of an entry: `stdio:<command line>` or its URL. */
 export function upstreamAddress(up: UpstreamConfig): string {
