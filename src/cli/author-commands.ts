@@ -215,7 +215,10 @@ export function addAuthorCommands(
     .option('-c, --config <file>', 'config file to add them to (default ./moonhub.yaml)')
     .option('--replace', 'replace upstreams of the same name (default: keep them)')
     .action((file: string, flags: { config?: string; replace?: boolean }) => {
-      const into = flags.config ?? 'moonhub.yaml';
+      const into =
+        flags.config ??
+        ['moonhub.yaml', 'moonhub.yml', 'moonhub.json'].find((f) => existsSync(f)) ??
+        'moonhub.yaml';
       const r = importServers(file, into, flags.replace === true);
       const say = (what: string, names: string[]) => {
         if (names.length > 0) process.stderr.write(`${what}: ${names.join(', ')}\n`);

@@ -67,9 +67,9 @@ interface ServeHooks {
 async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
   const logger = createLogger(flags.logLevel);
   const s = resolveSettings(flags);
-  if (s.dirs.length === 0)
+  if (s.dirs.length === 0 && s.config.upstreams === undefined)
     throw new Error(
-      'no plugins directory: pass --plugins DIR or set plugins.dirs in the config file',
+      'no plugins directory: pass --plugins DIR or set plugins.dirs (or upstreams) in the config file',
     );
   if (flags.session !== undefined && !flags.stdio)
     throw new Error('--session is for --stdio; over HTTP a session presents its token');

@@ -182,6 +182,29 @@ describe('moonhub import: an mcpServers file proxies a real stdio and a real HTT
   });
 });
 
+describe('a config with only upstreams', () => {
+  it('list and call reach a configured stdio upstream without a client', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'moonhub-upstreams-only-'));
+    const config = join(dir, 'moonhub.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        upstreams: {
+          ev: { command: process.execPath, args: [EVERYTHING, 'stdio'], include: ['echo'] },
+          off: { command: 'no-such-program', disabled: true },
+        },
+      }),
+    );
+    const list = moonhubCli(['list', '--config', config]);
+    assert.equal(list.status, 0, list.stderr);
+    assert.match(list.stdout, /^ {2}ev\.echo /m);
+    assert.doesNotMatch(list.stdout, /ev\.get-sum|off\./, 'include and disabled apply');
+    const call = moonhubCli(['call', 'ev.echo', '--args', '{"message":"hi"}', '--config', config]);
+    assert.equal(call.status, 0, call.stderr);
+    assert.match(call.stdout, /Echo: hi/);
+  });
+});
+
 describe('plugins.settings and ${ENV}: a secret reaches its plugin and nothing else', () => {
   let fake: FakeUpstream;
   let hub: MoonhubProcess;
