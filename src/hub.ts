@@ -9,6 +9,8 @@ import { registerCodeMode, type ExecuteOptions } from './execute/index.js';
 import type { SessionViews } from './lua-api/index.js';
 import { registerHubStatus } from './hub-status.js';
 import { upstreamsOf } from './upstream/manager.js';
+import { startConfiguredUpstreams } from './upstream/from-config.js';
+import type { PluginSettings, UpstreamConfig } from './config/config.js';
 
 export interface HubOptions {
   hubId?: string;
@@ -20,11 +22,17 @@ export interface HubOptions {
   execute?: ExecuteOptions | false;
   /** Sessions' views, for `mcp.list_tools(session_uuid)`. */
   sessionViews?: SessionViews;
+  /** `plugins.settings` of the config: each plugin's `secrets.get` values. */
+  pluginSettings?: Record<string, PluginSettings>;
+  /** `upstreams` of the config: proxies owned by their names. */
+  upstreams?: Record<string, UpstreamConfig>;
 }
 
 export interface Hub {
   registry: Registry;
   plugins: PluginHost;
+  /** Settles once the config's upstreams have each connected or failed a first time. */
+  upstreamsReady: Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -44,8 +52,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     watch: opts.watch,
     memoryLimit: opts.memoryLimit,
     sessionViews: opts.sessionViews,
+    settings: opts.pluginSettings,
+    reservedNames: new Set(Object.keys(opts.upstreams ?? {})),
   });
   registerHubStatus(registry, plugins, opts.pluginDirs);
+  const upstreamsReady = startConfiguredUpstreams(registry, opts.upstreams ?? {}, opts.logger);
   await plugins.start();
   const codeMode =
     opts.execute === false
@@ -57,5 +68,5 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     await upstreamsOf(registry).stop();
     await codeMode?.close();
   };
-  return { registry, plugins, stop };
+  return { registry, plugins, upstreamsReady, stop };
 }

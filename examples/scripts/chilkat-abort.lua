@@ -1,6 +1,6 @@
 -- Aborting a method from an event handler: a true return makes the method fail (nil, err); an
 -- error raised in a handler is raised again from the method. The object stays usable.
-local URL = "http://127.0.0.1:3001/mcp"
+local URL = ... or "http://127.0.0.1:3001/mcp" -- moonhub run FILE.lua URL: another server
 
 local chilkat = require("chilkat")
 local mcp <close> = chilkat.Mcp.new()

@@ -1,5 +1,5 @@
 -- Call tools with chilkat.Mcp: arguments in one JsonObject, the result in another.
-local URL = "http://127.0.0.1:3001/mcp"
+local URL = ... or "http://127.0.0.1:3001/mcp" -- moonhub run FILE.lua URL: another server
 
 local chilkat = require("chilkat")
 local mcp <close> = chilkat.Mcp()

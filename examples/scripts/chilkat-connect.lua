@@ -1,7 +1,7 @@
 -- Connect to an MCP server with chilkat.Mcp, read what the handshake told us, and list the tools.
 -- Run: npx @modelcontextprotocol/server-everything streamableHttp   (listens on port 3001)
 --      moonhub run examples/scripts/chilkat-connect.lua
-local URL = "http://127.0.0.1:3001/mcp"
+local URL = ... or "http://127.0.0.1:3001/mcp" -- moonhub run FILE.lua URL: another server
 
 local chilkat = require("chilkat")
 chilkat.unlock_bundle("Anything for 30-day trial")

@@ -1,5 +1,5 @@
 -- How chilkat.Mcp reports failures (nil, err and last_error_text) and misuse (a Lua error).
-local URL = "http://127.0.0.1:3001/mcp"
+local URL = ... or "http://127.0.0.1:3001/mcp" -- moonhub run FILE.lua URL: another server
 local DEAD = "http://127.0.0.1:39999/mcp" -- nothing listens here
 
 local chilkat = require("chilkat")

@@ -1,6 +1,6 @@
 -- Progress events: percent_done and progress_info fire while a long tool call runs, and
 -- abort_check fires every heartbeat_ms.
-local URL = "http://127.0.0.1:3001/mcp"
+local URL = ... or "http://127.0.0.1:3001/mcp" -- moonhub run FILE.lua URL: another server
 
 local chilkat = require("chilkat")
 local mcp <close> = chilkat.Mcp.new()

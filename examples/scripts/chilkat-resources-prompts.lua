@@ -1,5 +1,5 @@
 -- Read resources and fetch prompts with chilkat.Mcp.
-local URL = "http://127.0.0.1:3001/mcp"
+local URL = ... or "http://127.0.0.1:3001/mcp" -- moonhub run FILE.lua URL: another server
 
 local chilkat = require("chilkat")
 local mcp <close> = chilkat.Mcp.new()

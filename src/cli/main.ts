@@ -15,6 +15,11 @@ import { addSessionCommands } from './session-commands.js';
 import { addConnectCommand } from './connect.js';
 import { runScript } from './run-script.js';
 import { toJsonText } from '../registry/results.js';
+import { addAuthorCommands, projectDefaults } from './author-commands.js';
+import { callLine, watchPlugins } from './dev-log.js';
+import { clientSetup, clientSetupText } from '../sessions/client-setup.js';
+import type { CallEvent } from '../server/dispatcher.js';
+import type { Hub } from '../hub.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -54,12 +59,18 @@ interface ServeFlags {
   force?: boolean;
 }
 
-async function serve(flags: ServeFlags): Promise<void> {
+/** What `moonhub dev` adds to `serve`: its per-call line and its start-up text. */
+interface ServeHooks {
+  onCall?: (e: CallEvent) => void;
+  ready?: (hub: Hub, url: string | undefined) => void;
+}
+
+async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
   const logger = createLogger(flags.logLevel);
   const s = resolveSettings(flags);
-  if (s.dirs.length === 0)
+  if (s.dirs.length === 0 && s.config.upstreams === undefined)
     throw new Error(
-      'no plugins directory: pass --plugins DIR or set plugins.dirs in the config file',
+      'no plugins directory: pass --plugins DIR or set plugins.dirs (or upstreams) in the config file',
     );
   if (flags.session !== undefined && !flags.stdio)
     throw new Error('--session is for --stdio; over HTTP a session presents its token');
@@ -71,6 +82,8 @@ async function serve(flags: ServeFlags): Promise<void> {
     logger,
     watch: flags.watch,
     execute: s.execute,
+    pluginSettings: s.config.plugins?.settings,
+    upstreams: s.config.upstreams,
     sessionViews: (uuid) => (access === undefined ? null : access.viewOfSession(uuid)),
   });
   // A hub bound to a named address must accept that name in Host (DNS-rebinding check).
@@ -96,6 +109,7 @@ async function serve(flags: ServeFlags): Promise<void> {
         input: process.stdin,
         output: process.stdout,
         onError,
+        onCall: hooks.onCall,
         ...access.stdioOptions(flags.session),
       });
     } catch (err) {
@@ -103,6 +117,7 @@ async function serve(flags: ServeFlags): Promise<void> {
       throw err;
     }
     process.stderr.write(`moonhub: serving MCP on stdio (${hub.registry.countTools()} tools)\n`);
+    hooks.ready?.(hub, undefined);
     await server.closed;
     await Promise.allSettled([access.close(), hub.stop()]);
     return;
@@ -112,6 +127,7 @@ async function serve(flags: ServeFlags): Promise<void> {
     host: s.host,
     port: s.port,
     onError,
+    onCall: hooks.onCall,
     allowedHosts,
     ...access.httpOptions(),
   });
@@ -119,6 +135,7 @@ async function serve(flags: ServeFlags): Promise<void> {
   process.stderr.write(
     `moonhub: serving MCP at ${http.url} (${hub.registry.countTools()} tools)\n`,
   );
+  hooks.ready?.(hub, http.url);
   await new Promise<void>((done) => {
     const stop = () => {
       process.off('SIGINT', stop);
@@ -130,6 +147,28 @@ async function serve(flags: ServeFlags): Promise<void> {
   });
 }
 
+/** `moonhub dev`: serve with reloads, a human line per call, and the clients' set-up. */
+function dev(flags: ServeFlags): Promise<void> {
+  const say = (text: string) => process.stderr.write(`${text}\n`);
+  const settings = resolveSettings(projectDefaults(flags));
+  return serve(
+    { ...projectDefaults(flags), watch: true, logLevel: flags.logLevel ?? 'warn' },
+    {
+      onCall: (e) => say(callLine(e)),
+      ready: (hub, url) => {
+        watchPlugins(hub.plugins, say);
+        if (url !== undefined)
+          say(`\nConnect a client:\n${clientSetupText(clientSetup('moonhub', url))}\n`);
+        if (url !== undefined && settings.authMode !== 'none')
+          say(
+            'This hub wants a token: `moonhub session create --agent NAME` prints these with it.',
+          );
+        say('Watching for changes; one line per call below. Ctrl-C stops.');
+      },
+    },
+  );
+}
+
 interface RunFlags {
   plugins: string[];
   root?: string;
@@ -138,7 +177,7 @@ interface RunFlags {
   logLevel?: string;
 }
 
-async function run(file: string, flags: RunFlags): Promise<void> {
+async function run(file: string, args: string[], flags: RunFlags): Promise<void> {
   const logger = createLogger(flags.logLevel ?? 'warn');
   const s = resolveSettings(flags);
   const hub = await startHub({
@@ -147,12 +186,15 @@ async function run(file: string, flags: RunFlags): Promise<void> {
     logger,
     watch: false,
     execute: false,
+    pluginSettings: s.config.plugins?.settings,
+    upstreams: s.config.upstreams,
   });
   try {
     const value = await runScript(hub, {
       file: resolve(file),
       root: flags.root ?? process.cwd(),
       timeoutMs: flags.timeout,
+      args,
       logger,
       print: (text) => process.stderr.write(`${text}\n`),
     });
@@ -195,6 +237,7 @@ export function buildProgram(): Command {
     .command('run')
     .description('run a Lua script against the loaded plugins and print its return value as JSON')
     .argument('<file>', 'the Lua script')
+    .argument('[args...]', "words the script gets as its chunk's `...`")
     .option('-p, --plugins <dir>', 'a plugins directory (repeatable)', collect, [])
     .option(
       '--root <dir>',
@@ -205,10 +248,27 @@ export function buildProgram(): Command {
     )
     .option('-c, --config <file>', 'config file (JSON or YAML)')
     .option('--log-level <level>', 'log level on stderr (default warn)')
-    .action((file: string, flags: RunFlags) => run(file, flags));
+    .action((file: string, args: string[], flags: RunFlags) => run(file, args, flags));
+
+  program
+    .command('dev')
+    .description(
+      'serve for development: reload on save, a line per call, client set-up printed at start',
+    )
+    .option(
+      '-p, --plugins <dir>',
+      'a plugins directory (repeatable; default ./plugins)',
+      collect,
+      [],
+    )
+    .addOption(new Option('--port <n>', 'HTTP port (default 8848)').argParser(port))
+    .option('-c, --config <file>', 'config file (default ./moonhub.yaml when present)')
+    .option('--log-level <level>', 'JSON log level on stderr (default warn)')
+    .action((flags: ServeFlags) => dev(flags));
 
   addSessionCommands(program, collect);
   addConnectCommand(program);
+  addAuthorCommands(program, collect);
 
   return program;
 }

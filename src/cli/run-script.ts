@@ -16,6 +16,8 @@ export interface RunOptions {
   root: string;
   timeoutMs: number;
   logger: Logger;
+  /** The words after the script's name on the command line: the chunk's `...`. */
+  args?: string[];
   /** Where `print` output goes (stderr for the CLI, so stdout holds only the result). */
   print: (text: string) => void;
 }
@@ -59,7 +61,7 @@ export async function runScript(hub: Hub, opts: RunOptions): Promise<unknown> {
     });
     installNotice(state, () => caller);
     const ref = state.load(readFileSync(opts.file), `@${opts.file}`);
-    const results = await state.call(ref, [], { timeoutMs: opts.timeoutMs });
+    const results = await state.call(ref, opts.args ?? [], { timeoutMs: opts.timeoutMs });
     return results[0] ?? null;
   } finally {
     state.close();

@@ -6,6 +6,8 @@
 import { dirname, resolve } from 'node:path';
 import type { ExecuteConfig } from './execute-config.js';
 import { loadDataFile } from './validate.js';
+import { interpolateEnv } from './interpolate.js';
+import type { UpstreamConfig } from '../upstream/from-config.js';
 
 export type AuthMode = 'none' | 'token' | 'oauth';
 
@@ -40,11 +42,21 @@ export interface AuthConfig {
   oauth?: OAuthConfig;
 }
 
+/** Values a plugin reads with `secrets.get(key)`: `plugins.settings.<plugin name>`. */
+export type PluginSettings = Record<string, unknown>;
+
+/** One `upstreams` entry (the proxy layer defines it: upstream/from-config.ts). */
+export type { UpstreamConfig } from '../upstream/from-config.js';
+
 export interface HubConfig {
   hub_id?: string;
   public_url?: string;
   listen?: { host?: string; port?: number };
-  plugins?: { dirs?: string[] };
+  plugins?: { dirs?: string[]; settings?: Record<string, PluginSettings> };
+  /** Upstream MCP servers by name (`mcpServers` shape); see UpstreamConfig. */
+  upstreams?: Record<string, UpstreamConfig>;
+  /** Values that came from `${ENV}` references: kept out of logs, status and errors. */
+  secrets?: string[];
   targets?: Record<string, TargetConfig>;
   agents?: Record<string, AgentConfig>;
   auth?: AuthConfig;
@@ -53,12 +65,21 @@ export interface HubConfig {
 }
 
 export function loadConfig(file: string): HubConfig {
-  const config = loadDataFile(file, 'config.schema.json', 'config file') as HubConfig;
+  let secrets: string[] = [];
+  const config = loadDataFile(file, 'config.schema.json', 'config file', (data) => {
+    const done = interpolateEnv(data);
+    secrets = done.secrets;
+    return done.data;
+  }) as HubConfig;
+  if (secrets.length > 0) config.secrets = secrets;
   // Paths in the file are relative to the file, not to wherever the hub was started.
   const base = dirname(resolve(file));
   if (config.plugins?.dirs) config.plugins.dirs = config.plugins.dirs.map((d) => resolve(base, d));
   for (const agent of Object.values(config.agents ?? {})) {
     if (agent.manifest !== undefined) agent.manifest = resolve(base, agent.manifest);
+  }
+  for (const up of Object.values(config.upstreams ?? {})) {
+    if (up.cwd !== undefined) up.cwd = resolve(base, up.cwd);
   }
   if (config.execute && config.execute.root !== undefined)
     config.execute.root = resolve(base, config.execute.root);

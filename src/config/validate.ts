@@ -51,6 +51,9 @@ function reasonOf(e: ErrorObject): string {
     case 'const':
       // The one constant in the schema: `execute: false`.
       return 'must be false or a table of settings';
+    case 'oneOf':
+      // The one oneOf in the schema: an upstream is a stdio command or an HTTP url.
+      return 'needs either command (a stdio server) or url (an HTTP server), not both';
     case 'propertyNames':
       return `is not a valid name (${NAME_RULE})`;
     case 'pattern': {
@@ -64,8 +67,16 @@ function reasonOf(e: ErrorObject): string {
   }
 }
 
-/** Parses `file` (YAML for .yaml/.yml, JSON otherwise) and checks it against `schemaFile`. */
-export function loadDataFile(file: string, schemaFile: string, what: string): unknown {
+/**
+ * Parses `file` (YAML for .yaml/.yml, JSON otherwise) and checks it against `schemaFile`;
+ * `transform` (e.g. `${ENV}` interpolation) runs between the two, and its errors name the file.
+ */
+export function loadDataFile(
+  file: string,
+  schemaFile: string,
+  what: string,
+  transform?: (data: unknown) => unknown,
+): unknown {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -81,10 +92,23 @@ export function loadDataFile(file: string, schemaFile: string, what: string): un
       `${what} ${file} is not valid ${yaml ? 'YAML' : 'JSON'}: ${(err as Error).message}`,
     );
   }
+  if (transform !== undefined) {
+    try {
+      data = transform(data);
+    } catch (err) {
+      throw new Error(`${what} ${file}: ${(err as Error).message}`);
+    }
+  }
+  checkAgainstSchema(data, schemaFile, `${what} ${file}`);
+  return data;
+}
+
+/** Checks parsed data against a schema in schemas/; the error names `label` and the key. */
+export function checkAgainstSchema(data: unknown, schemaFile: string, label: string): void {
   const validate = validator(schemaFile);
   if (!validate(data)) {
-    const e = validate.errors![0]!;
-    throw new Error(`${what} ${file}: '${keyOf(e)}' ${reasonOf(e)}`);
+    // A failed oneOf comes after its branches' errors, and says more than they do.
+    const e = validate.errors!.find((x) => x.keyword === 'oneOf') ?? validate.errors![0]!;
+    throw new Error(`${label}: '${keyOf(e)}' ${reasonOf(e)}`);
   }
-  return data;
 }

@@ -12,6 +12,7 @@ import { installProxyApi } from './proxy.js';
 import { installChilkat } from './chilkat.js';
 import { installTask } from './task.js';
 import { installVfs } from './vfs.js';
+import { installSecrets } from './secrets.js';
 import { installScriptApi } from './script-api.js';
 import { registryCaller, type ToolCaller } from './tool-caller.js';
 import { activeHandlerContext, nestedContext, noticeData } from './nested-call.js';
@@ -41,6 +42,8 @@ export interface ApiOptions {
   root?: string;
   /** Sessions' views, for `mcp.list_tools(session_uuid)`. */
   sessionViews?: SessionViews;
+  /** The plugin's `plugins.settings.<name>` from the config, read with `secrets.get(key)`. */
+  settings?: Readonly<Record<string, unknown>>;
 }
 
 export function installApi(state: LuaState, opts: ApiOptions): void {
@@ -53,6 +56,7 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
   installTask(state);
   installLog(state, opts.logger);
   installVfs(state, opts.root);
+  installSecrets(state, opts.settings);
   // mcp.call & co. in a plugin act with the plugin's own authority (all tools), like call_tool,
   // except inside a handler, where they act for the handler's caller (nested-call.ts).
   const caller = registryCaller({

@@ -34,6 +34,10 @@ export interface PluginHostOptions {
   loadTimeoutMs?: number;
   /** Sessions' views, for `mcp.list_tools(session_uuid)`. */
   sessionViews?: SessionViews;
+  /** Each plugin's settings (`plugins.settings` in the config), by plugin name. */
+  settings?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  /** Names a plugin may not have: the config's upstreams own them (and their scoping). */
+  reservedNames?: ReadonlySet<string>;
 }
 
 export interface PluginStatus {
@@ -140,6 +144,10 @@ export class PluginHost {
     const snapshot = registry.snapshotOwner(source.name);
     registry.beginBatch();
     try {
+      if (this.opts.reservedNames?.has(source.name))
+        throw new Error(
+          `the name '${source.name}' belongs to upstreams.${source.name} in the config; rename the plugin or the upstream`,
+        );
       const code = await readFile(source.entry);
       state = await LuaState.create({
         name: source.name,
@@ -153,6 +161,7 @@ export class PluginHost {
         logger: log,
         root: source.folder,
         sessionViews: this.opts.sessionViews,
+        settings: this.opts.settings?.[source.name],
       });
       registry.reset(source.name);
       const ref = state.load(code, `@${this.chunkName(source.entry)}`);

@@ -4,6 +4,7 @@
  * The inbound layer decides the era, the session and the principal; the dispatcher reads them
  * from the scope, resolves the caller's view once per request, and runs the method.
  */
+import { observeCalls, type CallEvent } from './call-observer.js';
 import {
   WIRE_ERRORS,
   WireError,
@@ -60,7 +61,11 @@ export interface DispatcherOptions {
   observer?: CallObserver;
   /** Internal errors (handler bugs); never written to stdout. */
   onError?: (err: unknown) => void;
+  /** Per-call hook (`moonhub dev`'s log line; issue 15): see call-observer.ts. */
+  onCall?: (e: CallEvent) => void;
 }
+
+export type { CallEvent } from './call-observer.js';
 
 export interface McpDispatcher {
   readonly registry: Registry;
@@ -132,6 +137,14 @@ class Dispatcher implements McpDispatcher {
       instructions: opts.instructions,
       contextOf: (call) => this.contextOf(call),
     });
+    // `moonhub dev`'s per-call line (call-observer.ts), wrapped in only when asked for.
+    if (opts.onCall !== undefined) {
+      this.handleRequest = observeCalls(
+        this.handleRequest.bind(this),
+        opts.onCall,
+        (scope) => scope.principal ?? scope.session?.principal,
+      );
+    }
   }
 
   /** The handler's CallContext: who calls, its view, its signal and its way back to the client. */

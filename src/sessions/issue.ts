@@ -9,6 +9,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HubConfig } from '../config/config.js';
 import type { SessionRecord, SessionStore } from './store.js';
+import { clientSetup, type ClientSetup } from './client-setup.js';
 
 export const BIN = resolve(
   dirname(fileURLToPath(import.meta.url)),
@@ -69,6 +70,8 @@ export interface IssuedSession {
      */
     stdio_standalone: { type: 'stdio'; command: string; args: string[] };
   };
+  /** The same over HTTP for Claude Code, VS Code, Cursor and the Inspector. */
+  clients: ClientSetup;
 }
 
 export function issueSession(
@@ -115,6 +118,7 @@ function describeIssued(
       },
       stdio_standalone: { type: 'stdio', command: process.execPath, args },
     },
+    clients: clientSetup(`moonhub-${record.agent!}`, url, token),
   };
   if (record.target !== undefined) out.target = record.target;
   if (record.name !== undefined) out.name = record.name;
