@@ -6,7 +6,7 @@ import type { Logger } from './log.js';
 import { Registry } from './registry/registry.js';
 import { PluginHost } from './plugins/plugin-host.js';
 import { registerCodeMode, type ExecuteOptions } from './execute/index.js';
-import type { SessionViews } from './lua-api/index.js';
+import type { PluginLimits, SessionViews } from './lua-api/index.js';
 import { registerHubStatus } from './upstream/hub-status.js';
 import { upstreamsOf } from './upstream/manager.js';
 
@@ -20,6 +20,8 @@ export interface HubOptions {
   execute?: ExecuteOptions | false;
   /** Sessions' views, for `mcp.list_tools(session_uuid)`. */
   sessionViews?: SessionViews;
+  /** Each plugin's bounds (config plugin_limits). */
+  pluginLimits?: Partial<PluginLimits>;
 }
 
 export interface Hub {
@@ -37,6 +39,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     watch: opts.watch,
     memoryLimit: opts.memoryLimit,
     sessionViews: opts.sessionViews,
+    limits: opts.pluginLimits,
   });
   registerHubStatus(registry, plugins, opts.pluginDirs);
   await plugins.start();
