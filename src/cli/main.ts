@@ -70,6 +70,7 @@ async function serve(flags: ServeFlags): Promise<void> {
     logger,
     watch: flags.watch,
     execute: s.execute,
+    pluginLimits: s.pluginLimits,
     sessionViews: (uuid) => (access === undefined ? null : access.viewOfSession(uuid)),
   });
   // A hub bound to a named address must accept that name in Host (DNS-rebinding check).

@@ -50,6 +50,10 @@ export interface HubConfig {
   auth?: AuthConfig;
   /** The `execute` built-in and its limits; false leaves it out. */
   execute?: ExecuteConfig | false;
+  /** The data folder (sessions database); absolute once loaded (relative to the file in it). */
+  data_dir?: string;
+  /** Bounds on each plugin (src/lua-api/plugin-limits.ts), in the file's snake_case. */
+  plugin_limits?: Record<string, number>;
 }
 
 export function loadConfig(file: string): HubConfig {
@@ -60,6 +64,7 @@ export function loadConfig(file: string): HubConfig {
   for (const agent of Object.values(config.agents ?? {})) {
     if (agent.manifest !== undefined) agent.manifest = resolve(base, agent.manifest);
   }
+  if (config.data_dir !== undefined) config.data_dir = resolve(base, config.data_dir);
   if (config.execute && config.execute.root !== undefined)
     config.execute.root = resolve(base, config.execute.root);
   return config;

@@ -20,6 +20,9 @@ export interface ExecuteConfig {
   grace_ms?: number;
   /** Absolute once loaded (relative to the config file in the file). */
   root?: string;
+  write_bytes?: number;
+  message_bytes?: number;
+  messages_per_second?: number;
 }
 
 const KEYS: Record<keyof Omit<ExecuteConfig, 'enabled'>, keyof ExecuteOptions> = {
@@ -35,6 +38,9 @@ const KEYS: Record<keyof Omit<ExecuteConfig, 'enabled'>, keyof ExecuteOptions> =
   max_queued: 'maxQueued',
   grace_ms: 'graceMs',
   root: 'root',
+  write_bytes: 'writeBytes',
+  message_bytes: 'messageBytes',
+  messages_per_second: 'messagesPerSecond',
 };
 
 /** Default of the wall time when only `max_timeout_ms` is set (src/execute/options.ts). */
