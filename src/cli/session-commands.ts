@@ -50,30 +50,36 @@ function create(flags: CreateFlags): void {
   if (flags.admin) {
     if (flags.agent !== undefined || flags.target !== undefined)
       throw new Error('an admin session has no agent or target: drop --agent/--target or --admin');
-    withStore(flags, (store, hubId) => {
-      const { record, token } = store.create({ hub_id: hubId, role: 'admin', name: flags.name });
-      print({
-        session_uuid: record.session_uuid,
-        token,
-        role: 'admin',
-        admin_url: new URL(`${ADMIN_PREFIX}sessions`, url).href,
-      });
-    }, true);
+    withStore(
+      flags,
+      (store, hubId) => {
+        const { record, token } = store.create({ hub_id: hubId, role: 'admin', name: flags.name });
+        print({
+          session_uuid: record.session_uuid,
+          token,
+          role: 'admin',
+          admin_url: new URL(`${ADMIN_PREFIX}sessions`, url).href,
+        });
+      },
+      true,
+    );
     return;
   }
   if (flags.agent === undefined) throw new Error('session create needs --agent NAME (or --admin)');
   const req = { agent: flags.agent, target: flags.target, name: flags.name };
   const why = sessionRequestProblem(s.config, req);
   if (why !== undefined) throw new Error(why);
-  withStore(flags, (store, hubId) =>
-    print(
-      issueSession(store, hubId, req, url, {
-        dataDir: s.dataDir,
-        configFile: s.configFile,
-        pluginDirs: flags.plugins,
-        hubId: flags.hubId,
-      }),
-    ),
+  withStore(
+    flags,
+    (store, hubId) =>
+      print(
+        issueSession(store, hubId, req, url, {
+          dataDir: s.dataDir,
+          configFile: s.configFile,
+          pluginDirs: flags.plugins,
+          hubId: flags.hubId,
+        }),
+      ),
     true,
   );
 }

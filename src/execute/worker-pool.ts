@@ -138,7 +138,8 @@ export class ScriptPool {
     const finish = (outcome: ScriptOutcome) => {
       if (slot.job?.run !== run) return;
       slot.job = undefined;
-      if (scratch !== undefined) void rm(scratch, { recursive: true, force: true }).catch(() => undefined);
+      if (scratch !== undefined)
+        void rm(scratch, { recursive: true, force: true }).catch(() => undefined);
       clearTimeout(timer);
       if (onAbort) job.signal?.removeEventListener('abort', onAbort);
       resolve(outcome);

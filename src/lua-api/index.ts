@@ -28,11 +28,7 @@ export { installScriptApi, type ScriptApiOptions } from './script-api.js';
 export { registryCaller, type ToolCaller } from './tool-caller.js';
 export { settleUpstreams } from './proxy.js';
 export { builtinModule } from './chilkat.js';
-export {
-  DEFAULT_PLUGIN_LIMITS,
-  resolvePluginLimits,
-  type PluginLimits,
-} from './plugin-limits.js';
+export { DEFAULT_PLUGIN_LIMITS, resolvePluginLimits, type PluginLimits } from './plugin-limits.js';
 
 export interface ApiOptions {
   registry: Registry;

@@ -17,7 +17,12 @@ import { completerRefs, luaCompleter } from './completions.js';
 import { templateVariables } from '../registry/uri-template.js';
 import { closeUpstreams } from './proxy.js';
 import { activeHandlerContext, nestedContext } from './nested-call.js';
-import { handlerFailure, PLUGIN_LIMIT_KEYS, resolvePluginLimits, type PluginLimits } from './plugin-limits.js';
+import {
+  handlerFailure,
+  PLUGIN_LIMIT_KEYS,
+  resolvePluginLimits,
+  type PluginLimits,
+} from './plugin-limits.js';
 
 export interface RegistryBindingOptions {
   registry: Registry;

@@ -73,7 +73,8 @@ export function handlerFailure(err: unknown, limits: PluginLimits): Error {
       `result too large: ${err.message.replace(/^value too large: /, '')}; a plugin result may take at most ${limits.resultBytes} bytes (${PLUGIN_LIMIT_KEYS.resultBytes})`,
     );
   }
-  if (!(err instanceof Error)) return new Error(capText(String(err), limits.errorBytes, PLUGIN_LIMIT_KEYS.errorBytes));
+  if (!(err instanceof Error))
+    return new Error(capText(String(err), limits.errorBytes, PLUGIN_LIMIT_KEYS.errorBytes));
   if (err.message.length > limits.errorBytes) {
     err.message = capText(err.message, limits.errorBytes, PLUGIN_LIMIT_KEYS.errorBytes);
   }
@@ -93,7 +94,10 @@ export class MessageGate {
   constructor(
     private readonly limits: Pick<PluginLimits, 'messageBytes' | 'messagesPerSecond'>,
     private readonly onDropped: (count: number) => void,
-    private readonly keys: Pick<typeof PLUGIN_LIMIT_KEYS, 'messageBytes' | 'messagesPerSecond'> = PLUGIN_LIMIT_KEYS,
+    private readonly keys: Pick<
+      typeof PLUGIN_LIMIT_KEYS,
+      'messageBytes' | 'messagesPerSecond'
+    > = PLUGIN_LIMIT_KEYS,
   ) {
     this.tokens = limits.messagesPerSecond;
   }
@@ -151,6 +155,9 @@ export class MessageGate {
 }
 
 /** A short description for the one log line about dropped messages. */
-export function droppedMessage(count: number, limits: Pick<PluginLimits, 'messagesPerSecond'>): string {
+export function droppedMessage(
+  count: number,
+  limits: Pick<PluginLimits, 'messagesPerSecond'>,
+): string {
   return `${count} log/notice/progress message${count === 1 ? '' : 's'} dropped: at most ${limits.messagesPerSecond} per second (${PLUGIN_LIMIT_KEYS.messagesPerSecond})`;
 }

@@ -22,7 +22,10 @@ agents:
 `;
 
 /** Runs the CLI in `cwd`. */
-function cli(cwd: string, args: string[]): { status: number | null; stdout: string; stderr: string } {
+function cli(
+  cwd: string,
+  args: string[],
+): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [BIN, ...args], { cwd, encoding: 'utf8', timeout: 30_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
@@ -51,8 +54,15 @@ describe('data_dir', () => {
     const created = cli(elsewhere, ['session', 'create', '--config', config, '--agent', 'bot']);
     assert.equal(created.status, 0, created.stderr);
     const s = JSON.parse(created.stdout) as { session_uuid: string; token: string };
-    assert.ok(existsSync(join(dir.dir, 'conf/state')), 'the database is in the config-relative folder');
-    assert.equal(existsSync(join(elsewhere, '.moonhub')), false, 'nothing in the current directory');
+    assert.ok(
+      existsSync(join(dir.dir, 'conf/state')),
+      'the database is in the config-relative folder',
+    );
+    assert.equal(
+      existsSync(join(elsewhere, '.moonhub')),
+      false,
+      'nothing in the current directory',
+    );
 
     const auth = { Authorization: `Bearer ${s.token}` };
     const served = await rawPost(hub.url, { method: 'tools/list', params: {} }, auth);

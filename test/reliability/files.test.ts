@@ -39,7 +39,10 @@ ${extra}`;
 async function execute(client: Client, code: string): Promise<{ isError: boolean; text: string }> {
   const r = await call(client, 'execute', { code });
   if (r.isError) return r;
-  return { isError: false, text: JSON.stringify((JSON.parse(r.text) as { result: unknown }).result) };
+  return {
+    isError: false,
+    text: JSON.stringify((JSON.parse(r.text) as { result: unknown }).result),
+  };
 }
 
 describe('execute scripts and plugins on files', () => {
@@ -95,11 +98,14 @@ describe('execute scripts and plugins on files', () => {
       JSON.parse(r.text) as string,
       /write quota exceeded: \/source\/tmp\/ may hold at most 100000 bytes \(execute\.write_bytes\)/,
     );
-    const next = await execute(client, `return vfs.write("/source/tmp/c.bin", string.rep("x", 60000))`);
+    const next = await execute(
+      client,
+      `return vfs.write("/source/tmp/c.bin", string.rep("x", 60000))`,
+    );
     assert.equal(next.text, 'true', 'the next run has a quota of its own');
   });
 
-  it("stops a plugin at its tmp/ quota, counting what is already there", async () => {
+  it('stops a plugin at its tmp/ quota, counting what is already there', async () => {
     const a = await call(client, 'keeper.write', { path: '/source/tmp/big1', size: 60000 });
     assert.deepEqual(JSON.parse(a.text), { ok: true });
     const b = await call(client, 'keeper.write', { path: '/source/tmp/big2', size: 60000 });
@@ -123,13 +129,19 @@ describe('execute scripts and plugins on files', () => {
     assert.ok(!a.text.includes(dir.dir) && !b.text.includes(dir.dir), 'no absolute path');
   });
 
-  it("does not reload a plugin that writes its own tmp/ (its state survives)", async () => {
+  it('does not reload a plugin that writes its own tmp/ (its state survives)', async () => {
     const from = hub.log().length;
-    const first = JSON.parse((await call(client, 'keeper.bump')).text) as { count: number; ok?: boolean };
+    const first = JSON.parse((await call(client, 'keeper.bump')).text) as {
+      count: number;
+      ok?: boolean;
+    };
     assert.equal(first.ok, true);
     // Well past the watcher's debounce.
     await new Promise((r) => setTimeout(r, 800));
-    const second = JSON.parse((await call(client, 'keeper.bump')).text) as { count: number; ok?: boolean };
+    const second = JSON.parse((await call(client, 'keeper.bump')).text) as {
+      count: number;
+      ok?: boolean;
+    };
     assert.equal(second.count, first.count + 1, 'the in-memory counter survived');
     assert.doesNotMatch(hub.log().slice(from), /plugin reloaded/);
   });

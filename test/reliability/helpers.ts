@@ -86,7 +86,8 @@ export async function honestClient(url: string, tool: string): Promise<Honest> {
       await loop;
       await client.close();
       const sorted = [...times].sort((a, b) => a - b);
-      const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+      const at = (q: number) =>
+        sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
       return { count: times.length, errors, messages, p99: at(0.99), max: sorted.at(-1) ?? 0 };
     },
   };
