@@ -62,6 +62,12 @@ mcp.tool("flood", { timeout_ms = 60000 }, function()
   return "flooded"
 end)
 
+mcp.tool("progress_flood", { timeout_ms = 60000 }, function(_, context)
+  local long = string.rep("p", 20000)
+  for i = 1, 5000 do context.progress(i, 5000, long) end
+  return "progressed"
+end)
+
 mcp.tool("long_log", {}, function()
   log.info("long:" .. string.rep("L", 100000))
   return "logged"
@@ -204,6 +210,37 @@ describe('log lines and notices', () => {
       after,
       /long:L{995}\.\.\. \[truncated: 100005 characters, at most 1000 \(plugin_limits\.message_bytes\)\]/,
     );
+  });
+});
+
+describe('progress and execute notices reaching a client', () => {
+  it("bounds a plugin's progress messages in size and rate", async () => {
+    const seen: { progress: number; message?: string }[] = [];
+    const r = await client.callTool(
+      { name: 'progress_flood', arguments: {} },
+      { onprogress: (p) => seen.push(p) },
+    );
+    assert.equal(JSON.stringify(r.content), JSON.stringify([{ type: 'text', text: 'progressed' }]));
+    assert.ok(seen.length > 0 && seen.length < 500, `${seen.length} of 5000 progress messages`);
+    for (const p of seen) assert.ok((p.message ?? '').length < 1200, 'each cut to message_bytes');
+    assert.match(seen[0]!.message ?? '', /truncated: 20000 characters, at most 1000/);
+  });
+
+  it("bounds an execute script's notices in size and rate", async () => {
+    const seen: { message?: string }[] = [];
+    const r = await client.callTool(
+      {
+        name: 'execute',
+        arguments: {
+          code: 'local s = string.rep("n", 50000) for i = 1, 5000 do notice(s) end return "done"',
+        },
+      },
+      { onprogress: (p) => seen.push(p) },
+    );
+    assert.notEqual(r.isError, true);
+    assert.ok(seen.length > 0 && seen.length < 1000, `${seen.length} of 5000 notices`);
+    for (const p of seen) assert.ok((p.message ?? '').length < 17000, 'each cut');
+    assert.match(seen[0]!.message ?? '', /at most 16384 \(execute\.message_bytes\)/);
   });
 });
 
