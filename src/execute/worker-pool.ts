@@ -106,6 +106,8 @@ export class ScriptPool {
     this.closed = true;
     for (const q of this.queue.splice(0)) q.resolve(failed('the hub is shutting down'));
     await Promise.allSettled(this.slots.map((s) => s.worker.terminate()));
+    // Runs cut short by the shutdown: their scratch folders go too.
+    for (const s of this.slots) s.job?.finish(failed('the hub is shutting down'));
     this.slots.length = 0;
   }
 
@@ -134,7 +136,7 @@ export class ScriptPool {
     // A fresh folder per run unless a shared read-only root is configured: a script never sees
     // the hub's working directory, data folder, config or a plugin's files.
     const scratch =
-      this.opts.root === undefined ? mkdtempSync(join(tmpdir(), 'moonhub-run-')) : undefined;
+      this.opts.root === undefined ? mkdtempSync(join(tmpdir(), 'moonhub-execute-')) : undefined;
     const finish = (outcome: ScriptOutcome) => {
       if (slot.job?.run !== run) return;
       slot.job = undefined;
