@@ -6,7 +6,7 @@ import type { Logger } from './log.js';
 import { Registry } from './registry/registry.js';
 import { PluginHost } from './plugins/plugin-host.js';
 import { registerCodeMode, type ExecuteOptions } from './execute/index.js';
-import type { SessionViews } from './lua-api/index.js';
+import type { PluginLimits, SessionViews } from './lua-api/index.js';
 import { registerHubStatus } from './hub-status.js';
 import { upstreamsOf } from './upstream/manager.js';
 import { startConfiguredUpstreams } from './upstream/from-config.js';
@@ -26,6 +26,8 @@ export interface HubOptions {
   pluginSettings?: Record<string, PluginSettings>;
   /** `upstreams` of the config: proxies owned by their names. */
   upstreams?: Record<string, UpstreamConfig>;
+  /** Each plugin's bounds (config plugin_limits). */
+  pluginLimits?: Partial<PluginLimits>;
 }
 
 export interface Hub {
@@ -54,6 +56,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     sessionViews: opts.sessionViews,
     settings: opts.pluginSettings,
     reservedNames: new Set(Object.keys(opts.upstreams ?? {})),
+    limits: opts.pluginLimits,
   });
   registerHubStatus(registry, plugins, opts.pluginDirs);
   const upstreamsReady = startConfiguredUpstreams(registry, opts.upstreams ?? {}, opts.logger);

@@ -4,8 +4,19 @@
 -- returns either { description = ..., messages = { {role, content}, ... } } or a plain string,
 -- which becomes one user message.
 
+-- Arguments come from clients: trim in linear time. `s:gsub("%s+$", "")` retries the match at
+-- every space of a long run and takes seconds on a 40,000-space argument; this walks back from
+-- the end one byte at a time instead (an anchored find only looks at that one byte).
 local function trim(s)
-  return (s:gsub("^%s+", ""):gsub("%s+$", ""))
+  local first = s:find("%S")
+  if first == nil then
+    return ""
+  end
+  local last = #s
+  while last > first and s:find("^%s", last) do
+    last = last - 1
+  end
+  return s:sub(first, last)
 end
 
 mcp.prompt("code-review", {

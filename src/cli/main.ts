@@ -84,6 +84,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     execute: s.execute,
     pluginSettings: s.config.plugins?.settings,
     upstreams: s.config.upstreams,
+    pluginLimits: s.pluginLimits,
     sessionViews: (uuid) => (access === undefined ? null : access.viewOfSession(uuid)),
   });
   // A hub bound to a named address must accept that name in Host (DNS-rebinding check).

@@ -27,9 +27,16 @@ function print(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
-function withStore<T>(flags: SettingsFlags, fn: (store: SessionStore, hubId: string) => T): T {
+/** `create` makes the database when needed; `list` and `revoke` only open one that exists. */
+function withStore<T>(
+  flags: SettingsFlags,
+  fn: (store: SessionStore, hubId: string) => T,
+  create = false,
+): T {
   const s = resolveSettings(flags);
-  const store = SessionStore.open(s.dataDir);
+  const store = create
+    ? SessionStore.open(s.dataDir)
+    : SessionStore.openExisting(s.dataDir, s.dataDirFrom);
   try {
     return fn(store, s.hub_id);
   } finally {
@@ -43,30 +50,37 @@ function create(flags: CreateFlags): void {
   if (flags.admin) {
     if (flags.agent !== undefined || flags.target !== undefined)
       throw new Error('an admin session has no agent or target: drop --agent/--target or --admin');
-    withStore(flags, (store, hubId) => {
-      const { record, token } = store.create({ hub_id: hubId, role: 'admin', name: flags.name });
-      print({
-        session_uuid: record.session_uuid,
-        token,
-        role: 'admin',
-        admin_url: new URL(`${ADMIN_PREFIX}sessions`, url).href,
-      });
-    });
+    withStore(
+      flags,
+      (store, hubId) => {
+        const { record, token } = store.create({ hub_id: hubId, role: 'admin', name: flags.name });
+        print({
+          session_uuid: record.session_uuid,
+          token,
+          role: 'admin',
+          admin_url: new URL(`${ADMIN_PREFIX}sessions`, url).href,
+        });
+      },
+      true,
+    );
     return;
   }
   if (flags.agent === undefined) throw new Error('session create needs --agent NAME (or --admin)');
   const req = { agent: flags.agent, target: flags.target, name: flags.name };
   const why = sessionRequestProblem(s.config, req);
   if (why !== undefined) throw new Error(why);
-  withStore(flags, (store, hubId) =>
-    print(
-      issueSession(store, hubId, req, url, {
-        dataDir: s.dataDir,
-        configFile: s.configFile,
-        pluginDirs: flags.plugins,
-        hubId: flags.hubId,
-      }),
-    ),
+  withStore(
+    flags,
+    (store, hubId) =>
+      print(
+        issueSession(store, hubId, req, url, {
+          dataDir: s.dataDir,
+          configFile: s.configFile,
+          pluginDirs: flags.plugins,
+          hubId: flags.hubId,
+        }),
+      ),
+    true,
   );
 }
 
@@ -85,7 +99,7 @@ export function addSessionCommands(
         '-c, --config <file>',
         'config file (JSON or YAML): hub_id, agents, targets, public_url',
       )
-      .option('--data <dir>', 'the data folder (default ./.moonhub)')
+      .option('--data <dir>', "the data folder (default: the config's data_dir, else ./.moonhub)")
       .option(
         '--hub-id <id>',
         'the hub the session belongs to (default: the config\'s, or "moonhub")',

@@ -8,6 +8,7 @@ import type { ExecuteConfig } from './execute-config.js';
 import { loadDataFile } from './validate.js';
 import { interpolateEnv } from './interpolate.js';
 import type { UpstreamConfig } from '../upstream/from-config.js';
+import type { PluginLimitsConfig } from './plugin-limits-config.js';
 
 export type AuthMode = 'none' | 'token' | 'oauth';
 
@@ -62,6 +63,10 @@ export interface HubConfig {
   auth?: AuthConfig;
   /** The `execute` built-in and its limits; false leaves it out. */
   execute?: ExecuteConfig | false;
+  /** The data folder (sessions database); absolute once loaded (relative to the file in it). */
+  data_dir?: string;
+  /** Bounds on each plugin (src/lua-api/plugin-limits.ts), in the file's snake_case. */
+  plugin_limits?: PluginLimitsConfig;
 }
 
 export function loadConfig(file: string): HubConfig {
@@ -81,6 +86,7 @@ export function loadConfig(file: string): HubConfig {
   for (const up of Object.values(config.upstreams ?? {})) {
     if (up.cwd !== undefined) up.cwd = resolve(base, up.cwd);
   }
+  if (config.data_dir !== undefined) config.data_dir = resolve(base, config.data_dir);
   if (config.execute && config.execute.root !== undefined)
     config.execute.root = resolve(base, config.execute.root);
   return config;

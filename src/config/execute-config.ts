@@ -21,6 +21,9 @@ export interface ExecuteConfig {
   grace_ms?: number;
   /** Absolute once loaded (relative to the config file in the file). */
   root?: string;
+  write_bytes?: number;
+  message_bytes?: number;
+  messages_per_second?: number;
 }
 
 type CamelCase<S extends string> = S extends `${infer H}_${infer T}`

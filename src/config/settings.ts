@@ -5,6 +5,7 @@
 import { resolve } from 'node:path';
 import { loadConfig, type AuthMode, type HubConfig } from './config.js';
 import { executeOptionsOf, type ExecuteSettings } from './execute-config.js';
+import { pluginLimitsOf, type PluginLimitSettings } from './plugin-limits-config.js';
 
 export interface SettingsFlags {
   plugins?: string[];
@@ -26,8 +27,12 @@ export interface Settings {
   host: string;
   port: number;
   authMode: AuthMode;
-  /** The hub's data folder (sessions database), absolute. */
+  /** The hub's data folder (sessions database), absolute: --data, else data_dir, else ./.moonhub. */
   dataDir: string;
+  /** Where dataDir came from, for messages ("--data", "data_dir in FILE", "the default"). */
+  dataDirFrom: string;
+  /** Each plugin's bounds from the config's plugin_limits (defaults for the rest). */
+  pluginLimits: PluginLimitSettings;
   /** The endpoint URL given by --url or public_url; otherwise derived once the port is known. */
   publicUrl: string | undefined;
   /** The `execute` built-in's options from the config file (`enabled: false` leaves it out). */
@@ -61,7 +66,14 @@ export function resolveSettings(flags: SettingsFlags): Settings {
     host: flags.host ?? config.listen?.host ?? '127.0.0.1',
     port: flags.port ?? config.listen?.port ?? DEFAULT_PORT,
     authMode,
-    dataDir: resolve(flags.data ?? DEFAULT_DATA_DIR),
+    dataDir: resolve(flags.data ?? config.data_dir ?? DEFAULT_DATA_DIR),
+    dataDirFrom:
+      flags.data !== undefined
+        ? '--data'
+        : config.data_dir !== undefined
+          ? `data_dir in ${configFile}`
+          : 'the default ./.moonhub of the current directory',
+    pluginLimits: pluginLimitsOf(config.plugin_limits),
     publicUrl: flags.url ?? config.public_url,
     execute: executeOptionsOf(config.execute),
   };

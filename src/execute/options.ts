@@ -25,8 +25,17 @@ export interface ExecuteOptions {
   workers?: number;
   /** Runs that may wait for a free worker before a call is turned away (default 64). */
   maxQueued?: number;
-  /** The folder behind `/source/` in scripts (default: the current directory). */
+  /**
+   * A folder behind `/source/` in every script, read-only. Absent (the default): each run gets a
+   * fresh, empty scratch folder of its own, removed when the run ends; never the hub's folder.
+   */
   root?: string;
+  /** Bytes a run may write under its scratch `/source/tmp/` (default 16 MiB). */
+  writeBytes?: number;
+  /** Characters of one notice (default 16384). */
+  messageBytes?: number;
+  /** Notices per second of one run; more are dropped and counted (default 200). */
+  messagesPerSecond?: number;
   /**
    * After the wall time, how long the worker may take to report its own timeout before it is
    * terminated (the hard stop for a script stuck in one long library call; default 200 ms).
@@ -34,7 +43,9 @@ export interface ExecuteOptions {
   graceMs?: number;
 }
 
-export type ResolvedExecuteOptions = Required<ExecuteOptions>;
+export type ResolvedExecuteOptions = Required<Omit<ExecuteOptions, 'root'>> & {
+  root: string | undefined;
+};
 
 export function resolveExecuteOptions(o: ExecuteOptions = {}): ResolvedExecuteOptions {
   return {
@@ -49,7 +60,10 @@ export function resolveExecuteOptions(o: ExecuteOptions = {}): ResolvedExecuteOp
     maxConcurrentCalls: o.maxConcurrentCalls ?? 32,
     workers: o.workers ?? 2,
     maxQueued: o.maxQueued ?? 64,
-    root: o.root ?? process.cwd(),
+    root: o.root,
+    writeBytes: o.writeBytes ?? 16 * 1024 * 1024,
+    messageBytes: o.messageBytes ?? 16 * 1024,
+    messagesPerSecond: o.messagesPerSecond ?? 200,
     graceMs: o.graceMs ?? 200,
   };
 }

@@ -8,7 +8,10 @@ export interface WorkerSetup {
   resultBytes: number;
   maxCalls: number;
   maxConcurrentCalls: number;
-  root: string;
+  /** Bytes a run may write in its scratch folder. */
+  writeBytes: number;
+  /** True when `/source/` is the configured, shared root: writes are refused. */
+  sharedRoot: boolean;
 }
 
 export type ToWorker =
@@ -18,6 +21,8 @@ export type ToWorker =
       code: string;
       timeoutMs: number;
       instructions: number;
+      /** The folder behind `/source/`: the run's scratch folder, or the configured root. */
+      root: string;
       /** The tools the caller may see, for mcp.listTools. */
       tools: string[];
     }

@@ -4,7 +4,12 @@
  * past its wall time (plus a short grace for the worker to report it itself) gets a hard stop:
  * the worker is terminated and replaced, and the hub never waits on a stuck script.
  */
+import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { MessageGate } from '../lua-api/plugin-limits.js';
 import type { ToolCaller } from '../lua-api/tool-caller.js';
 import type { ContentItem } from '../registry/types.js';
 import type { ResolvedExecuteOptions } from './options.js';
@@ -29,6 +34,7 @@ interface Slot {
         finish: (o: ScriptOutcome) => void;
         caller: ToolCaller;
         started: () => void;
+        gate: MessageGate;
       }
     | undefined;
 }
@@ -55,7 +61,8 @@ export class ScriptPool {
       resultBytes: opts.resultBytes,
       maxCalls: opts.maxCalls,
       maxConcurrentCalls: opts.maxConcurrentCalls,
-      root: opts.root,
+      writeBytes: opts.writeBytes,
+      sharedRoot: opts.root !== undefined,
     };
   }
 
@@ -99,6 +106,8 @@ export class ScriptPool {
     this.closed = true;
     for (const q of this.queue.splice(0)) q.resolve(failed('the hub is shutting down'));
     await Promise.allSettled(this.slots.map((s) => s.worker.terminate()));
+    // Runs cut short by the shutdown: their scratch folders go too.
+    for (const s of this.slots) s.job?.finish(failed('the hub is shutting down'));
     this.slots.length = 0;
   }
 
@@ -124,9 +133,15 @@ export class ScriptPool {
     const run = this.nextRun++;
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
+    // A fresh folder per run unless a shared read-only root is configured: a script never sees
+    // the hub's working directory, data folder, config or a plugin's files.
+    const scratch =
+      this.opts.root === undefined ? mkdtempSync(join(tmpdir(), 'moonhub-execute-')) : undefined;
     const finish = (outcome: ScriptOutcome) => {
       if (slot.job?.run !== run) return;
       slot.job = undefined;
+      if (scratch !== undefined)
+        void rm(scratch, { recursive: true, force: true }).catch(() => undefined);
       clearTimeout(timer);
       if (onAbort) job.signal?.removeEventListener('abort', onAbort);
       resolve(outcome);
@@ -145,7 +160,16 @@ export class ScriptPool {
         job.timeoutMs + this.opts.graceMs,
       );
     };
-    slot.job = { run, finish, caller: job.caller, started };
+    const gate = new MessageGate(
+      { messageBytes: this.opts.messageBytes, messagesPerSecond: this.opts.messagesPerSecond },
+      (n) =>
+        job.caller.notice(
+          `${n} notice${n === 1 ? '' : 's'} dropped: at most ${this.opts.messagesPerSecond} per second (execute.messages_per_second)`,
+          undefined,
+        ),
+      { messageBytes: 'execute.message_bytes', messagesPerSecond: 'execute.messages_per_second' },
+    );
+    slot.job = { run, finish, caller: job.caller, started, gate };
     timer = setTimeout(
       () => this.kill(slot, `the script's worker did not start within ${START_LIMIT_MS} ms`),
       START_LIMIT_MS,
@@ -161,6 +185,7 @@ export class ScriptPool {
       code: job.code,
       timeoutMs: job.timeoutMs,
       instructions: this.opts.instructions,
+      root: (this.opts.root ?? scratch) as string,
       tools: job.caller.listTools(),
     };
     slot.worker.postMessage(msg);
@@ -228,9 +253,11 @@ export class ScriptPool {
         );
         return;
       }
-      case 'notice':
-        job.caller.notice(msg.text, msg.params);
+      case 'notice': {
+        const text = job.gate.admit(msg.text);
+        if (text !== undefined) job.caller.notice(text, msg.params);
         return;
+      }
       case 'done':
         job.finish(
           msg.ok

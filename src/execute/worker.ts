@@ -38,6 +38,8 @@ interface Run {
   outputExceeded: string | undefined;
   deadline: number;
   instructions: number;
+  /** The folder behind `/source/` for this run. */
+  root: string;
 }
 
 interface Prepared {
@@ -86,12 +88,18 @@ async function prepare(): Promise<Prepared> {
     findModule: (name) => `module '${name}' not found: execute scripts cannot require modules`,
   });
   installTask(state);
-  installVfs(state, setup.root);
+  installVfs(state, () => holder.run?.root, {
+    writeBytes: setup.writeBytes,
+    writeKey: 'execute.write_bytes',
+    readOnly: setup.sharedRoot
+      ? 'read-only (execute.root is shared by every run; without it each run writes in a scratch folder of its own)'
+      : undefined,
+  });
   // log.* as in plugins, but into the captured output: a script's log is what it reports.
   state.exec(LOG_TO_OUTPUT, '=[execute log]');
   installScriptApi(state, {
     caller: () => holder.run!.caller,
-    root: () => setup.root,
+    root: () => holder.run?.root,
     limits: { maxCalls: setup.maxCalls, maxConcurrent: setup.maxConcurrentCalls },
     spawnLimits: () => ({
       timeoutMs: Math.max(1, (holder.run?.deadline ?? 0) - performance.now()),
@@ -116,6 +124,7 @@ async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
     outputExceeded: undefined,
     deadline: performance.now() + msg.timeoutMs,
     instructions: msg.instructions,
+    root: msg.root,
   };
   holder.run = run;
   const output = () => run.output.join('\n');

@@ -43,6 +43,9 @@ export function resultText(result: ToolResult): string {
 
 export class CallTracker {
   private readonly entries = new Map<string, Entry>();
+  /** Ids of finished entries, oldest first, from `head` on: forgetting one is O(1). */
+  private readonly finished: string[] = [];
+  private head = 0;
   private started = 0;
   private running = 0;
   private nextId = 1;
@@ -117,6 +120,7 @@ export class CallTracker {
           done = { id, is_error: false, content: '', value: out.value };
         }
         entry.done = done;
+        this.finished.push(id);
         this.forgetOld();
         return done;
       }),
@@ -125,11 +129,18 @@ export class CallTracker {
     return id;
   }
 
+  /**
+   * Drops the oldest finished entries past KEEP_FINISHED. Walking the Map from its start each
+   * time was quadratic (running entries and deleted slots were walked over again and again).
+   */
   private forgetOld(): void {
-    if (this.limits.maxCalls !== undefined || this.entries.size <= KEEP_FINISHED) return;
-    for (const [id, e] of this.entries) {
-      if (this.entries.size <= KEEP_FINISHED) break;
-      if (e.done) this.entries.delete(id);
+    if (this.limits.maxCalls !== undefined) return;
+    while (this.finished.length - this.head > KEEP_FINISHED) {
+      this.entries.delete(this.finished[this.head++] as string);
+    }
+    if (this.head > 4096 && this.head * 2 > this.finished.length) {
+      this.finished.splice(0, this.head);
+      this.head = 0;
     }
   }
 

@@ -8,6 +8,7 @@
  * lookup with a closure bound to the table's `call_id`, which names the live call on the JS
  * side. A call that makes no use of them pays for one map entry and nothing else.
  */
+import type { MessageGate } from './plugin-limits.js';
 import { WithMetatable } from '../lua/bridge.js';
 import { LuaArgumentError } from '../lua/errors.js';
 import type { CallLimits, LuaState } from '../lua/state.js';
@@ -78,7 +79,8 @@ lib.register({
 })
 `;
 
-export function installContext(state: LuaState): void {
+/** `gate` (absent: unbounded) cuts long progress/log messages and drops those past the rate. */
+export function installContext(state: LuaState, gate?: MessageGate): void {
   const calls = new Map<number, LiveCall>();
   let metatableRef = 0;
 
@@ -166,7 +168,10 @@ export function installContext(state: LuaState): void {
           );
         }
         c.progress = done;
-        return c.ctx.peer?.progress(done, total, message) ?? false;
+        if (c.ctx.peer === undefined) return false;
+        const text = gate === undefined ? message : gate.admit(message ?? '');
+        if (text === undefined) return false;
+        return c.ctx.peer.progress(done, total, message === undefined ? undefined : text);
       },
     },
     log: {
@@ -186,7 +191,9 @@ export function installContext(state: LuaState): void {
             `bad argument #3 to 'log' (string or nil expected, got ${typeName(logger)})`,
           );
         }
-        c.ctx.peer?.log(level as LogLevel, data, logger);
+        if (c.ctx.peer === undefined) return undefined;
+        const admitted = gate === undefined ? data : gate.admitValue(data);
+        if (admitted !== undefined) c.ctx.peer.log(level as LogLevel, admitted, logger);
         return undefined;
       },
     },

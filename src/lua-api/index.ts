@@ -26,12 +26,19 @@ import { LIB_MCP_MODULE } from './botster-compat.js';
 export function builtinModule(name: string): { source: string; chunkname: string } | undefined {
   return name === 'lib.mcp' ? LIB_MCP_MODULE : chilkatModule(name);
 }
+import {
+  droppedMessage,
+  MessageGate,
+  resolvePluginLimits,
+  type PluginLimits,
+} from './plugin-limits.js';
 
 export { endForgottenBatches, normalizeSchema, type SessionViews } from './mcp-registry.js';
 export { luaContext } from './context.js';
 export { installScriptApi, type ScriptApiOptions } from './script-api.js';
 export { registryCaller, type ToolCaller } from './tool-caller.js';
 export { settleUpstreams } from './proxy.js';
+export { DEFAULT_PLUGIN_LIMITS, resolvePluginLimits, type PluginLimits } from './plugin-limits.js';
 
 export interface ApiOptions {
   registry: Registry;
@@ -44,25 +51,34 @@ export interface ApiOptions {
   sessionViews?: SessionViews;
   /** The plugin's `plugins.settings.<name>` from the config, read with `secrets.get(key)`. */
   settings?: Readonly<Record<string, unknown>>;
+  /** The plugin's bounds (plugin_limits in the config); defaults when absent. */
+  limits?: Partial<PluginLimits>;
 }
 
 export function installApi(state: LuaState, opts: ApiOptions): void {
-  installContext(state);
+  const limits = resolvePluginLimits(opts.limits);
+  // One gate per state: its log lines, notices and progress messages share one rate.
+  const gate = new MessageGate(limits, (n) => opts.logger.warn(droppedMessage(n, limits)));
+  installContext(state, gate);
   installRegistryApi(state, {
     registry: opts.registry,
     owner: opts.owner,
     sessionViews: opts.sessionViews,
+    limits,
   });
   installTask(state);
-  installLog(state, opts.logger);
-  installVfs(state, opts.root);
+  installLog(state, opts.logger, gate);
+  installVfs(state, opts.root, { writeBytes: limits.writeBytes });
   installSecrets(state, opts.settings);
   // mcp.call & co. in a plugin act with the plugin's own authority (all tools), like call_tool,
   // except inside a handler, where they act for the handler's caller (nested-call.ts).
   const caller = registryCaller({
     registry: opts.registry,
     ctx: { hub_id: opts.registry.hubId, plugin: opts.owner },
-    notice: (text, params) => opts.logger.info({ source: 'notice', params }, text),
+    notice: (text, params) => {
+      const admitted = gate.admit(text);
+      if (admitted !== undefined) opts.logger.info({ source: 'notice', params }, admitted);
+    },
   });
   const callerNow = (): ToolCaller => {
     const outer = activeHandlerContext(state);
@@ -71,12 +87,23 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
       registry: opts.registry,
       ctx: nestedContext(outer, opts.owner),
       notice: (text, params) => {
-        opts.logger.info({ source: 'notice', params }, text);
-        outer.peer?.log('info', noticeData(text, params), opts.owner);
+        const admitted = gate.admit(text);
+        if (admitted === undefined) return;
+        opts.logger.info({ source: 'notice', params }, admitted);
+        outer.peer?.log('info', noticeData(admitted, params), opts.owner);
       },
     });
   };
-  installScriptApi(state, { caller: callerNow, root: () => opts.root });
-  installProxyApi(state, { registry: opts.registry, owner: opts.owner, logger: opts.logger });
+  installScriptApi(state, {
+    caller: callerNow,
+    root: () => opts.root,
+    spawnPerCall: limits.spawnPerCall,
+  });
+  installProxyApi(state, {
+    registry: opts.registry,
+    owner: opts.owner,
+    logger: opts.logger,
+    maxUpstreams: limits.upstreams,
+  });
   installChilkat(state, { root: opts.root });
 }

@@ -57,7 +57,8 @@ function readPath(root: string | undefined, path: string): Uint8Array {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new LuaArgumentError(
-      `mcp.image: ${path}: ${code === 'ENOENT' ? 'no such file' : (err as Error).message}`,
+      // Node's own message holds the absolute path on the hub's disk: only its code goes out.
+      `mcp.image: ${path}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : `cannot be read (${code ?? 'error'})`}`,
     );
   }
 }

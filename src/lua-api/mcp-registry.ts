@@ -24,6 +24,12 @@ import {
   luaResourceItem,
   ownerFromSource,
 } from './botster-compat.js';
+import {
+  handlerFailure,
+  PLUGIN_LIMIT_KEYS,
+  resolvePluginLimits,
+  type PluginLimits,
+} from './plugin-limits.js';
 
 export interface RegistryBindingOptions {
   registry: Registry;
@@ -31,6 +37,8 @@ export interface RegistryBindingOptions {
   owner: string;
   /** A session's view, for `mcp.list_tools(session_uuid)`; null for an unknown session. */
   sessionViews?: SessionViews;
+  /** Result, error and registration bounds (plugin-limits.ts defaults when absent). */
+  limits?: PluginLimits;
 }
 
 /** What a session (by its uuid) may see: its owner filter, or null when there is no such session. */
@@ -135,14 +143,57 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
     return ctx;
   };
 
-  /** Runs the Lua handler behind `ref` for one request: its input, the caller's context, limits. */
+  const limits = opts.limits ?? resolvePluginLimits();
+
+  /**
+   * Runs the Lua handler behind `ref` for one request: its input, the caller's context, limits.
+   * A result too large to read, or an error message too long, fails with the bound named.
+   */
   const invoke = async (
     ref: number,
     timeoutMs: number | undefined,
     input: unknown,
     ctx: CallContext,
-  ): Promise<unknown> =>
-    (await callWithContext(state, ref, [input], ctx, limitsFor(timeoutMs, ctx)))[0];
+  ): Promise<unknown> => {
+    try {
+      return (
+        await callWithContext(
+          state,
+          ref,
+          [input],
+          ctx,
+          limitsFor(timeoutMs, ctx, limits.resultBytes),
+        )
+      )[0];
+    } catch (err) {
+      throw handlerFailure(err, limits);
+    }
+  };
+
+  /**
+   * Names this state registered, so a plugin registering in a loop is stopped at its bound. The
+   * set may hold names removed since; at the bound it is rebuilt from the registry first.
+   */
+  const registered = new Set<string>();
+  const admitRegistration = (key: string): void => {
+    if (registered.has(key) || registered.size < limits.registrations) {
+      registered.add(key);
+      return;
+    }
+    registered.clear();
+    const mine = (o: string) => o === owner;
+    for (const t of registry.listTools(mine)) registered.add(`tool:${t.name}`);
+    for (const p of registry.listPrompts(mine)) registered.add(`prompt:${p.name}`);
+    for (const r of registry.listResources(mine)) registered.add(`resource:${r.uri}`);
+    for (const r of registry.listResourceTemplates(mine))
+      registered.add(`resource:${r.uriTemplate}`);
+    if (!registered.has(key) && registered.size >= limits.registrations) {
+      throw new LuaArgumentError(
+        `registration limit exceeded: a plugin may register at most ${limits.registrations} tools, prompts and resources (${PLUGIN_LIMIT_KEYS.registrations})`,
+      );
+    }
+    registered.add(key);
+  };
 
   const tool: HostFunctionSpec = {
     fn: (args, call) => {
@@ -159,6 +210,7 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         properties: {},
       };
       const timeoutMs = typeof schema.timeout_ms === 'number' ? schema.timeout_ms : undefined;
+      admitRegistration(`tool:${name}`);
       const ref = call.ref(3);
       try {
         registry.addTool(owner, {
@@ -207,6 +259,7 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         promptArgs.map((a) => a.name),
         (_name, i) => ['arguments', i + 1, 'complete'],
       );
+      admitRegistration(`prompt:${name}`);
       const ref = call.ref(3);
       const description = str(schema.description) ?? '';
       registry.addPrompt(owner, {
@@ -233,6 +286,7 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
       const mimeType = str(schema.mime_type ?? schema.mimeType);
       const timeoutMs = typeof schema.timeout_ms === 'number' ? schema.timeout_ms : undefined;
       const completers = completerRefs(call, templateVariables(uri), (name) => ['complete', name]);
+      admitRegistration(`resource:${uri}`);
       const ref = call.ref(3);
       registry.addResource(owner, {
         uriTemplate: uri,
@@ -432,6 +486,7 @@ class LazySignalLimits implements CallLimits {
   constructor(
     readonly timeoutMs: number | undefined,
     private readonly ctx: CallContext,
+    readonly resultBytes?: number,
   ) {}
 
   get signal(): AbortSignal | undefined {
@@ -444,6 +499,10 @@ class LazySignalLimits implements CallLimits {
   }
 }
 
-function limitsFor(timeoutMs: number | undefined, ctx: CallContext): CallLimits {
-  return new LazySignalLimits(timeoutMs, ctx);
+function limitsFor(
+  timeoutMs: number | undefined,
+  ctx: CallContext,
+  resultBytes?: number,
+): CallLimits {
+  return new LazySignalLimits(timeoutMs, ctx, resultBytes);
 }

@@ -18,6 +18,8 @@ export interface ProxyBindingOptions {
   registry: Registry;
   owner: string;
   logger: Logger;
+  /** Upstream connections this plugin may hold (plugin_limits.upstreams; unlimited if absent). */
+  maxUpstreams?: number;
 }
 
 /** Longest a `mcp.proxy` call waits for the first import before returning `false, err`. */
@@ -186,6 +188,12 @@ export function installProxyApi(state: LuaState, opts: ProxyBindingOptions): voi
         }
         return {};
       };
+    }
+    const max = opts.maxUpstreams ?? Infinity;
+    if (manager.get(owner, url) === undefined && manager.countOwned(owner) >= max) {
+      throw new LuaArgumentError(
+        `mcp.proxy refused: upstream limit exceeded: a plugin may hold at most ${max} upstream connections (plugin_limits.upstreams)`,
+      );
     }
     const key = String(nextKey++);
     waits.set(

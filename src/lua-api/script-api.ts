@@ -19,12 +19,14 @@ export interface ScriptApiOptions {
   limits?: CallTrackerLimits;
   /** Limits of each `task.spawn` coroutine (the time left to the script, its budget). */
   spawnLimits?: () => CallLimits;
+  /** `task.spawn` calls one call may make (plugin_limits.spawn_per_call; unlimited if absent). */
+  spawnPerCall?: number;
 }
 
 export function installScriptApi(state: LuaState, opts: ScriptApiOptions): CallTracker {
   const tracker = new CallTracker(opts.caller, opts.limits);
   installMcpCalls(state, tracker, opts.caller, opts.root);
-  installTaskWaits(state, tracker, opts.spawnLimits ?? (() => ({})));
+  installTaskWaits(state, tracker, opts.spawnLimits ?? (() => ({})), opts.spawnPerCall);
   installTools(state, tracker);
   installNotice(state, opts.caller);
   return tracker;

@@ -32,7 +32,17 @@ export function installTaskWaits(
   state: LuaState,
   tracker: CallTracker,
   spawnLimits: () => CallLimits,
+  spawnPerCall = Infinity,
 ): void {
+  // Spawns per call, keyed by the call's tag (its context); the top level counts as one call.
+  const spawned = new WeakMap<object, number>();
+  let untagged = 0;
+  const countSpawn = (tag: unknown): number => {
+    if (typeof tag !== 'object' || tag === null) return ++untagged;
+    const n = (spawned.get(tag) ?? 0) + 1;
+    spawned.set(tag, n);
+    return n;
+  };
   state.defineLibrary('task', {
     await: {
       async: true,
@@ -61,6 +71,12 @@ export function installTaskWaits(
         const rest = args.slice(1);
         // A task spawned inside a handler's call still acts for that call's caller.
         const tag = state.activeTag;
+        if (countSpawn(tag) > spawnPerCall) {
+          state.unref(ref);
+          throw new LuaArgumentError(
+            `task.spawn refused: spawn limit exceeded: one call may spawn at most ${spawnPerCall} tasks (plugin_limits.spawn_per_call)`,
+          );
+        }
         const id = tracker.spawn(async () => {
           // Started after the current resume returns: never a resume nested inside a host call.
           await Promise.resolve();

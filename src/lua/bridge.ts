@@ -24,6 +24,27 @@ export const NULL_POINTER = 0;
 export const MAX_DEPTH = 100;
 
 /**
+ * What one read may produce, in bytes (strings by length, other values and keys at a few bytes
+ * each). Lua can share one string many times over (`t[i] = s` for 300 i's), so the JS copy can
+ * be far larger than the state's memory; this keeps a read from filling the hub's heap.
+ */
+export const DEFAULT_MAX_READ_BYTES = 64 * 1024 * 1024;
+
+/** Empty slots a marked array (`json.array()`) may hold beyond its values: `t[1e8] = true`. */
+export const MAX_ARRAY_HOLES = 1024;
+
+/** A value past a size bound (`maxBytes`, or a sparse array); `limit` names the bound. */
+export class BridgeSizeError extends BridgeError {
+  constructor(
+    message: string,
+    readonly limit: number,
+  ) {
+    super(message);
+    this.name = 'BridgeSizeError';
+  }
+}
+
+/**
  * A JS object pushed as a table that carries the metatable behind a registry reference: how the
  * host hands Lua a plain-data table that also answers method lookups (the handler context).
  */
@@ -39,6 +60,8 @@ export interface ReadOptions {
   opaque?: 'throw' | 'skip';
   /** Tables nested deeper than this are an error (default MAX_DEPTH). */
   maxDepth?: number;
+  /** Bytes the whole value may take once read (default DEFAULT_MAX_READ_BYTES). */
+  maxBytes?: number;
 }
 
 export class Bridge {
@@ -46,6 +69,9 @@ export class Bridge {
   private readonly mem: ModuleMemory;
   /** Registry reference of the metatable that marks tables as JSON arrays. */
   readonly arrayMtRef: number;
+  /** Bytes the read in progress may still produce (reads are synchronous, never nested). */
+  private left = 0;
+  private maxBytes = 0;
 
   constructor(mem: ModuleMemory, L: number) {
     this.mem = mem;
@@ -140,7 +166,19 @@ export class Bridge {
   /** Reads the value at `idx` (any index form) without changing the stack. */
   read(L: number, idx: number, opts?: ReadOptions): unknown {
     const abs = idx < 0 && idx > LUA_REGISTRYINDEX ? this.mod._lua_gettop(L) + idx + 1 : idx;
+    this.maxBytes = opts?.maxBytes ?? DEFAULT_MAX_READ_BYTES;
+    this.left = this.maxBytes;
     return this.readAt(L, abs, opts, 0, '', undefined);
+  }
+
+  private charge(bytes: number, path: string): void {
+    this.left -= bytes;
+    if (this.left < 0) {
+      throw new BridgeSizeError(
+        `value too large: more than ${this.maxBytes} bytes${path ? ` (at '${path}')` : ''}`,
+        this.maxBytes,
+      );
+    }
   }
 
   private readAt(
@@ -152,6 +190,8 @@ export class Bridge {
     seen: Set<number> | undefined,
   ): unknown {
     const mod = this.mod;
+    // Every value costs a little, so a table of a million small values is charged too.
+    this.charge(8, path);
     switch (mod._lua_type(L, idx)) {
       case LuaType.None:
       case LuaType.Nil:
@@ -161,8 +201,12 @@ export class Bridge {
       case LuaType.Number:
         if (mod._lua_isinteger(L, idx)) return Number(mod._lua_tointegerx(L, idx, 0));
         return mod._lua_tonumberx(L, idx, 0);
-      case LuaType.String:
-        return this.mem.readString(L, idx);
+      case LuaType.String: {
+        // One string is bounded by the state's memory; many copies of it are what this stops.
+        const v = this.mem.readString(L, idx);
+        this.charge(typeof v === 'string' ? v.length : v.byteLength, path);
+        return v;
+      }
       case LuaType.LightUserdata:
         if (mod._lua_touserdata(L, idx) === NULL_POINTER) return null;
         return this.opaque(opts, 'light userdata', path);
@@ -253,6 +297,12 @@ export class Bridge {
     }
 
     const n = keys.length;
+    if (allPositiveInts && marked && maxIndex - n > Math.max(n, MAX_ARRAY_HOLES)) {
+      throw new BridgeSizeError(
+        `sparse array: index ${maxIndex} set with only ${n} value${n === 1 ? '' : 's'}${path ? ` at '${path}'` : ''} (an array may have at most ${MAX_ARRAY_HOLES} holes, or as many as it has values)`,
+        MAX_ARRAY_HOLES,
+      );
+    }
     if (allPositiveInts && (marked || (n > 0 && maxIndex <= n * 2))) {
       const out: unknown[] = new Array(maxIndex).fill(null);
       for (let i = 0; i < n; i++) {

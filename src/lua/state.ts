@@ -70,6 +70,8 @@ export interface CallLimits {
    * from Lua knows whose call it belongs to).
    */
   tag?: unknown;
+  /** Bytes each returned value may take once read into JS (a BridgeSizeError past it). */
+  resultBytes?: number;
 }
 
 export const DEFAULT_MEMORY_LIMIT = 64 * 1024 * 1024;
@@ -546,7 +548,10 @@ export class LuaState {
           const top = mod._lua_gettop(thread);
           const out = new Array<unknown>(nres);
           for (let i = 0; i < nres; i++)
-            out[i] = this.bridge.read(thread, top - nres + i + 1, { opaque: 'skip' });
+            out[i] = this.bridge.read(thread, top - nres + i + 1, {
+              opaque: 'skip',
+              maxBytes: limits.resultBytes,
+            });
           return out;
         }
         throw this.errorFrom(thread, status);

@@ -5,7 +5,7 @@
  */
 import { readFileSync, realpathSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import type { Logger } from '../log.js';
 import { LuaState } from '../lua/state.js';
@@ -16,6 +16,7 @@ import {
   endForgottenBatches,
   settleUpstreams,
   builtinModule,
+  type PluginLimits,
   type SessionViews,
 } from '../lua-api/index.js';
 import { discoverPlugins, locatePlugin, type PluginSource } from './discover.js';
@@ -38,6 +39,8 @@ export interface PluginHostOptions {
   settings?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
   /** Names a plugin may not have: the config's upstreams own them (and their scoping). */
   reservedNames?: ReadonlySet<string>;
+  /** Each plugin's bounds (config plugin_limits; defaults for the rest). */
+  limits?: Partial<PluginLimits>;
 }
 
 export interface PluginStatus {
@@ -131,9 +134,14 @@ export class PluginHost {
     return next;
   }
 
+  /**
+   * A file's name as Lua errors show it: relative to its plugins directory (`notes/init.lua`),
+   * never the absolute path on the hub's disk, since these errors reach clients.
+   */
   private chunkName(file: string): string {
-    const rel = relative(process.cwd(), file);
-    return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : file;
+    const dir = this.dirs.find((d) => file.startsWith(d + sep));
+    const rel = dir === undefined ? '' : relative(dir, file);
+    return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : basename(file);
   }
 
   private async load(source: PluginSource): Promise<void> {
@@ -162,6 +170,7 @@ export class PluginHost {
         root: source.folder,
         sessionViews: this.opts.sessionViews,
         settings: this.opts.settings?.[source.name],
+        limits: this.opts.limits,
       });
       registry.reset(source.name);
       const ref = state.load(code, `@${this.chunkName(source.entry)}`);
@@ -266,6 +275,8 @@ export class PluginHost {
       depth: 8,
       atomic: true,
       awaitWriteFinish: false,
+      // A folder plugin's tmp/ is its scratch space (vfs.write): writing there is not an edit.
+      ignored: (path: string) => this.inPluginTmp(path),
     });
     const onPath = (path: string) => this.onFileEvent(path);
     this.watcher
@@ -276,6 +287,14 @@ export class PluginHost {
       .on('addDir', onPath);
     this.watcher.on('error', (err) => this.opts.logger.warn({ err }, 'file watcher error'));
     await new Promise<void>((resolveReady) => this.watcher?.once('ready', () => resolveReady()));
+  }
+
+  private inPluginTmp(path: string): boolean {
+    const abs = resolve(path);
+    const dir = this.dirs.find((d) => abs.startsWith(d + sep));
+    if (dir === undefined) return false;
+    const parts = abs.slice(dir.length + 1).split(sep);
+    return parts.length >= 2 && parts[1] === 'tmp';
   }
 
   private onFileEvent(path: string): void {

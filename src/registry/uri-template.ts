@@ -2,10 +2,24 @@
  * RFC 6570 level-1 templates (`note://{id}`), the form resource templates take here. A level-1
  * expansion percent-encodes every reserved character, so a variable matches a run without `/`,
  * `?` or `#`, and is percent-decoded on the way out.
+ *
+ * The URI comes from a client, so matching never uses a backtracking regex (`file://{name}.{ext}`
+ * against 80,000 dots took 11 s that way): one backward pass per variable over the URI finds, for
+ * each position, the longest value that still lets the rest match. Time is O(URI length x
+ * template length), whatever the URI holds; the values are the ones a greedy regex would pick.
  */
 
 const VAR = /\{([A-Za-z0-9_.%]+)\}/g;
-const compiled = new Map<string, { re: RegExp; names: string[] }>();
+
+interface Compiled {
+  /** The literal parts: literals[0], then each variable followed by literals[i + 1]. */
+  literals: string[];
+  names: string[];
+}
+
+/** Compiled templates; templates come from plugins and upstreams, so the cache is bounded. */
+const compiled = new Map<string, Compiled>();
+const MAX_COMPILED = 4096;
 
 export function isTemplate(uri: string): boolean {
   VAR.lastIndex = 0;
@@ -15,37 +29,79 @@ export function isTemplate(uri: string): boolean {
   return found;
 }
 
-export function matchTemplate(template: string, uri: string): Record<string, string> | undefined {
+function compile(template: string): Compiled {
   let c = compiled.get(template);
-  if (!c) {
-    const names: string[] = [];
-    let source = '^';
-    let last = 0;
-    for (const m of template.matchAll(VAR)) {
-      source += escape(template.slice(last, m.index)) + '([^/?#]*)';
-      names.push(m[1] as string);
-      last = (m.index ?? 0) + m[0].length;
-    }
-    source += escape(template.slice(last)) + '$';
-    c = { re: new RegExp(source), names };
-    compiled.set(template, c);
+  if (c) return c;
+  const literals: string[] = [];
+  const names: string[] = [];
+  let last = 0;
+  for (const m of template.matchAll(VAR)) {
+    literals.push(template.slice(last, m.index));
+    names.push(m[1] as string);
+    last = (m.index ?? 0) + m[0].length;
   }
-  const m = c.re.exec(uri);
-  if (!m) return undefined;
-  const params: Record<string, string> = {};
-  c.names.forEach((name, i) => {
-    const raw = m[i + 1] ?? '';
-    try {
-      params[name] = decodeURIComponent(raw);
-    } catch {
-      params[name] = raw;
-    }
-  });
-  return params;
+  literals.push(template.slice(last));
+  c = { literals, names };
+  if (compiled.size >= MAX_COMPILED) compiled.clear();
+  compiled.set(template, c);
+  return c;
 }
 
-function escape(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** `/`, `?` and `#` end a variable's value. */
+function isStop(code: number): boolean {
+  return code === 0x2f || code === 0x3f || code === 0x23;
+}
+
+/**
+ * For variable i (0-based) starting at position p, the end of its longest value after which
+ * literals[i + 1] and everything behind it still match; -1 where none does. Built from the last
+ * variable backwards, each table in one pass.
+ */
+function endTables(uri: string, c: Compiled): Int32Array[] {
+  const m = uri.length;
+  const n = c.names.length;
+  const tables: Int32Array[] = new Array<Int32Array>(n);
+  // canRest(q): the URI from q on matches what follows variable i's literal.
+  let canRest = (q: number): boolean => q === m;
+  for (let i = n - 1; i >= 0; i--) {
+    const lit = c.literals[i + 1] as string;
+    const best = new Int32Array(m + 1);
+    // Positions where the literal occurs and the rest matches behind it.
+    const ok = (e: number): boolean => uri.startsWith(lit, e) && canRest(e + lit.length);
+    best[m] = ok(m) ? m : -1;
+    for (let p = m - 1; p >= 0; p--) {
+      if (isStop(uri.charCodeAt(p))) best[p] = ok(p) ? p : -1;
+      else {
+        const later = best[p + 1] as number;
+        best[p] = later !== -1 ? later : ok(p) ? p : -1;
+      }
+    }
+    tables[i] = best;
+    canRest = (q: number): boolean => q <= m && (best[q] as number) !== -1;
+  }
+  return tables;
+}
+
+export function matchTemplate(template: string, uri: string): Record<string, string> | undefined {
+  const c = compile(template);
+  const head = c.literals[0] as string;
+  if (!uri.startsWith(head)) return undefined;
+  if (c.names.length === 0) return uri === template ? {} : undefined;
+  const tables = endTables(uri, c);
+  let p = head.length;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < c.names.length; i++) {
+    const end = (tables[i] as Int32Array)[p] as number;
+    if (end === -1) return undefined;
+    const raw = uri.slice(p, end);
+    try {
+      params[c.names[i] as string] = decodeURIComponent(raw);
+    } catch {
+      params[c.names[i] as string] = raw;
+    }
+    p = end + (c.literals[i + 1] as string).length;
+  }
+  return params;
 }
 
 /** The variable names of a template, in order (empty for a fixed URI). */

@@ -4,7 +4,7 @@
  * target; its token is shown once at creation and only its hash is kept. Every token check reads
  * the database, so a running hub sees new and revoked sessions at once.
  */
-import { chmodSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -107,6 +107,21 @@ export class SessionStore {
     db.pragma('busy_timeout = 5000');
     db.exec(SCHEMA);
     return new SessionStore(db);
+  }
+
+  /**
+   * Opens the database in `dataDir` only if it is there: a command that reads or revokes must
+   * not create an empty database somewhere else and report "no such session". `from` says where
+   * the folder came from, for the error.
+   */
+  static openExisting(dataDir: string, from: string): SessionStore {
+    const file = join(dataDir, DATABASE_FILE);
+    if (!existsSync(file)) {
+      throw new Error(
+        `no sessions database at ${file} (the data folder from ${from}); nothing was created. Point --data or data_dir in the config at the folder the hub serves with.`,
+      );
+    }
+    return SessionStore.open(dataDir);
   }
 
   /** A new session and its token; the token is not kept and cannot be shown again. */

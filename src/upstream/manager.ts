@@ -23,6 +23,13 @@ export class UpstreamManager {
     return this.proxies.get(this.key(owner, url));
   }
 
+  /** How many proxies `owner` holds (a plugin's bound on them is checked against this). */
+  countOwned(owner: string): number {
+    let n = 0;
+    for (const p of this.proxies.values()) if (p.owner === owner) n++;
+    return n;
+  }
+
   /**
    * Creates the proxy and starts it, or refreshes the one `owner` already has for `url`.
    * `logger` is the owner's (it names the plugin).

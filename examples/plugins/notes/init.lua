@@ -64,7 +64,7 @@ mcp.tool("notes_add", {
     additionalProperties = false,
   },
 }, function(params)
-  local note = store:add(params.title, params.body, params.tags)
+  local note = must(store:add(params.title, params.body, params.tags))
   log.info("note added", { id = note.id })
   return note
 end)
@@ -75,8 +75,12 @@ mcp.tool("notes_list", {
   input_schema = {
     type = "object",
     properties = {
-      tag = { type = "string", description = "Only notes carrying this tag" },
-      query = { type = "string", description = "Only notes whose title or body contains this text (case-insensitive)" },
+      tag = { type = "string", maxLength = 64, description = "Only notes carrying this tag" },
+      query = {
+        type = "string",
+        maxLength = 200,
+        description = "Only notes whose title or body contains this text (case-insensitive)",
+      },
     },
     additionalProperties = false,
   },

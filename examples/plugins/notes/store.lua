@@ -9,12 +9,22 @@
 
 local M = {}
 
+-- Callers are untrusted: the store holds at most this many notes and bytes of text, so a client
+-- adding in a loop gets a clear error instead of driving the plugin into its memory limit, and a
+-- search (a plain find over every note) stays quick.
+M.MAX_NOTES = 1000
+M.MAX_TOTAL_BYTES = 4 * 1024 * 1024
+
+local function size_of(title, body)
+  return #title + #(body or "")
+end
+
 local Store = {}
 Store.__index = Store
 
 --- Creates an empty store.
 function M.new()
-  return setmetatable({ notes = {}, next_id = 1, count = 0 }, Store)
+  return setmetatable({ notes = {}, next_id = 1, count = 0, bytes = 0 }, Store)
 end
 
 -- Ids are decimal strings ("1", "2", ...) so that they read the same in a tool argument and in a
@@ -37,8 +47,16 @@ local function copy_list(list)
   return out
 end
 
---- Adds a note and returns it.
+--- Adds a note and returns it, or nil and a message when the store is full.
 function Store:add(title, body, tags)
+  if self.count >= M.MAX_NOTES then
+    return nil, string.format("the store is full: at most %d notes (delete some first)", M.MAX_NOTES)
+  end
+  local size = size_of(title, body)
+  if self.bytes + size > M.MAX_TOTAL_BYTES then
+    return nil, string.format("the store is full: at most %d bytes of text in all", M.MAX_TOTAL_BYTES)
+  end
+  self.bytes = self.bytes + size
   local id = tostring(self.next_id)
   self.next_id = self.next_id + 1
   local note = { id = id, title = title, body = body or "", tags = copy_list(tags) }
@@ -64,6 +82,12 @@ function Store:update(id, fields)
   if not note then
     return nil, err
   end
+  local new_size = size_of(fields.title or note.title, fields.body or note.body)
+  local bytes = self.bytes - size_of(note.title, note.body) + new_size
+  if bytes > M.MAX_TOTAL_BYTES then
+    return nil, string.format("the store is full: at most %d bytes of text in all", M.MAX_TOTAL_BYTES)
+  end
+  self.bytes = bytes
   if fields.title ~= nil then note.title = fields.title end
   if fields.body ~= nil then note.body = fields.body end
   if fields.tags ~= nil then note.tags = copy_list(fields.tags) end
@@ -78,6 +102,7 @@ function Store:delete(id)
   end
   self.notes[note.id] = nil
   self.count = self.count - 1
+  self.bytes = self.bytes - size_of(note.title, note.body)
   return note
 end
 

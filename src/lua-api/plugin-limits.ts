@@ -1,0 +1,163 @@
+/**
+ * The bounds on what one plugin (or `moonhub run` script) may make the hub hold or send: result
+ * and error sizes, spawned tasks per call, the size and rate of its log lines, notices and
+ * progress messages, its registrations, upstream connections and the bytes under its
+ * `/source/tmp/`. The config file's `plugin_limits` section sets them (snake_case there); every
+ * refusal names its key. docs/security.md lists them all.
+ */
+import { BridgeSizeError } from '../lua/bridge.js';
+
+export interface PluginLimits {
+  /** Bytes a handler's result may take once read from Lua (`result_bytes`). */
+  resultBytes: number;
+  /** Characters of an error message sent on to a client (`error_bytes`). */
+  errorBytes: number;
+  /** `task.spawn` calls one handler call (or the plugin's top level) may make (`spawn_per_call`). */
+  spawnPerCall: number;
+  /** Characters of one log line, notice or progress message (`message_bytes`). */
+  messageBytes: number;
+  /** Log lines, notices and progress messages per second, per plugin (`messages_per_second`). */
+  messagesPerSecond: number;
+  /** Tools, prompts and resources one plugin may register (`registrations`). */
+  registrations: number;
+  /** Upstream connections (`mcp.proxy`) one plugin may hold (`upstreams`). */
+  upstreams: number;
+  /** Bytes the plugin's `/source/tmp/` may hold (`write_bytes`). */
+  writeBytes: number;
+}
+
+export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
+  resultBytes: 16 * 1024 * 1024,
+  errorBytes: 8 * 1024,
+  spawnPerCall: 1000,
+  messageBytes: 16 * 1024,
+  messagesPerSecond: 200,
+  registrations: 10_000,
+  upstreams: 64,
+  writeBytes: 64 * 1024 * 1024,
+};
+
+/** The config key of each limit, for error messages. */
+export const PLUGIN_LIMIT_KEYS: Record<keyof PluginLimits, string> = {
+  resultBytes: 'plugin_limits.result_bytes',
+  errorBytes: 'plugin_limits.error_bytes',
+  spawnPerCall: 'plugin_limits.spawn_per_call',
+  messageBytes: 'plugin_limits.message_bytes',
+  messagesPerSecond: 'plugin_limits.messages_per_second',
+  registrations: 'plugin_limits.registrations',
+  upstreams: 'plugin_limits.upstreams',
+  writeBytes: 'plugin_limits.write_bytes',
+};
+
+export function resolvePluginLimits(given: Partial<PluginLimits> = {}): PluginLimits {
+  const out = { ...DEFAULT_PLUGIN_LIMITS };
+  for (const [k, v] of Object.entries(given)) {
+    if (typeof v === 'number') out[k as keyof PluginLimits] = v;
+  }
+  return out;
+}
+
+/** `text` cut to `max` characters, saying where the cut came from. */
+export function capText(text: string, max: number, key: string): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, max)}... [truncated: ${text.length} characters, at most ${max} (${key})]`;
+}
+
+/**
+ * What a failed handler call becomes before it reaches a client: a result over its size bound
+ * names the bound, and every message is cut to `errorBytes`.
+ */
+export function handlerFailure(err: unknown, limits: PluginLimits): Error {
+  if (err instanceof BridgeSizeError) {
+    return new Error(
+      `result too large: ${err.message.replace(/^value too large: /, '')}; a plugin result may take at most ${limits.resultBytes} bytes (${PLUGIN_LIMIT_KEYS.resultBytes})`,
+    );
+  }
+  if (!(err instanceof Error))
+    return new Error(capText(String(err), limits.errorBytes, PLUGIN_LIMIT_KEYS.errorBytes));
+  if (err.message.length > limits.errorBytes) {
+    err.message = capText(err.message, limits.errorBytes, PLUGIN_LIMIT_KEYS.errorBytes);
+  }
+  return err;
+}
+
+/**
+ * One plugin's log lines, notices and progress messages: each cut to `messageBytes`, and at most
+ * `messagesPerSecond` of them per second (a token bucket); the rest are dropped and counted, and
+ * the count is reported once the rate allows again, so a loop cannot flood a client or the log.
+ */
+export class MessageGate {
+  private tokens: number;
+  private last = performance.now();
+  private dropped = 0;
+
+  constructor(
+    private readonly limits: Pick<PluginLimits, 'messageBytes' | 'messagesPerSecond'>,
+    private readonly onDropped: (count: number) => void,
+    private readonly keys: Pick<
+      typeof PLUGIN_LIMIT_KEYS,
+      'messageBytes' | 'messagesPerSecond'
+    > = PLUGIN_LIMIT_KEYS,
+  ) {
+    this.tokens = limits.messagesPerSecond;
+  }
+
+  /** The message to send (cut if too long), or undefined when it is dropped. */
+  admit(text: string): string | undefined {
+    const rate = this.limits.messagesPerSecond;
+    const now = performance.now();
+    this.tokens = Math.min(rate, this.tokens + ((now - this.last) / 1000) * rate);
+    this.last = now;
+    if (this.tokens < 1) {
+      this.dropped++;
+      return undefined;
+    }
+    this.tokens--;
+    if (this.dropped > 0) {
+      const n = this.dropped;
+      this.dropped = 0;
+      this.onDropped(n);
+    }
+    return capText(text, this.limits.messageBytes, this.keys.messageBytes);
+  }
+
+  /**
+   * A structured message (`context.log`'s data): one message of the rate; past `messageBytes`
+   * of JSON it is replaced by its cut JSON text. undefined when dropped.
+   */
+  admitValue(value: unknown): unknown {
+    if (typeof value === 'string') return this.admit(value);
+    if (this.admit('') === undefined) return undefined;
+    return this.fitValue(value);
+  }
+
+  /** Structured fields of a log line (not a message of their own): cut like admitValue. */
+  admitFields(fields: Record<string, unknown>): Record<string, unknown> {
+    const fitted = this.fitValue(fields);
+    return typeof fitted === 'string' ? { fields: fitted } : fields;
+  }
+
+  private fitValue(value: unknown): unknown {
+    let json: string;
+    try {
+      json = JSON.stringify(value) ?? '';
+    } catch {
+      return value;
+    }
+    if (json.length <= this.limits.messageBytes) return value;
+    return capText(json, this.limits.messageBytes, this.keys.messageBytes);
+  }
+
+  /** Messages dropped since the last report. */
+  get droppedCount(): number {
+    return this.dropped;
+  }
+}
+
+/** A short description for the one log line about dropped messages. */
+export function droppedMessage(
+  count: number,
+  limits: Pick<PluginLimits, 'messagesPerSecond'>,
+): string {
+  return `${count} log/notice/progress message${count === 1 ? '' : 's'} dropped: at most ${limits.messagesPerSecond} per second (${PLUGIN_LIMIT_KEYS.messagesPerSecond})`;
+}

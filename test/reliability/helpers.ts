@@ -1,0 +1,103 @@
+/**
+ * Shared parts of the reliability tests: a scratch folder with plugins and a config, a real hub
+ * on it, and an honest client whose latency is measured while an attack runs.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import type { Client } from '@modelcontextprotocol/client';
+import { connectHttpClient } from '../helpers/mcp-client.js';
+
+export interface Scratch {
+  dir: string;
+  /** Writes `text` to `rel` (folders made as needed); returns the absolute path. */
+  write(rel: string, text: string): string;
+  remove(): void;
+}
+
+export function scratch(prefix = 'moonhub-rel-'): Scratch {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return {
+    dir,
+    write(rel, text) {
+      const path = join(dir, rel);
+      mkdirSync(dirname(path), { recursive: true });
+      writeFileSync(path, text);
+      return path;
+    },
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+export function text(result: { content?: unknown }): string {
+  return ((result.content ?? []) as { type: string; text?: string }[])
+    .map((c) => c.text ?? '')
+    .join('');
+}
+
+/** The resident set of a process, in MiB (Linux /proc). */
+export function rssMiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const m = /VmRSS:\s+(\d+) kB/.exec(status);
+  return m ? Number(m[1]) / 1024 : 0;
+}
+
+/** Latencies of an honest client calling `tool` in a loop until stopped. */
+export interface Honest {
+  stop(): Promise<{
+    count: number;
+    errors: number;
+    messages: string[];
+    p99: number;
+    max: number;
+  }>;
+}
+
+/**
+ * Starts an honest client on its own connection that calls `tool` back to back (a short pause
+ * between calls), so a test can assert it was served while something hostile ran.
+ */
+export async function honestClient(url: string, tool: string): Promise<Honest> {
+  const { client } = await connectHttpClient(url, 'modern');
+  const times: number[] = [];
+  let errors = 0;
+  const messages: string[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const t0 = performance.now();
+      try {
+        const r = await client.callTool({ name: tool, arguments: {} });
+        if (r.isError) {
+          errors++;
+          messages.push(text(r));
+        }
+      } catch (err) {
+        errors++;
+        messages.push(String(err));
+      }
+      times.push(performance.now() - t0);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      await client.close();
+      const sorted = [...times].sort((a, b) => a - b);
+      const at = (q: number) =>
+        sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+      return { count: times.length, errors, messages, p99: at(0.99), max: sorted.at(-1) ?? 0 };
+    },
+  };
+}
+
+export async function call(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<{ isError: boolean; text: string }> {
+  const r = await client.callTool({ name, arguments: args });
+  return { isError: r.isError === true, text: text(r) };
+}
