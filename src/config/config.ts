@@ -5,6 +5,7 @@
  */
 import { dirname, resolve } from 'node:path';
 import type { ExecuteConfig } from './execute-config.js';
+import type { ObserveConfig } from './observe-config.js';
 import { loadDataFile } from './validate.js';
 
 export type AuthMode = 'none' | 'token' | 'oauth';
@@ -50,6 +51,8 @@ export interface HubConfig {
   auth?: AuthConfig;
   /** The `execute` built-in and its limits; false leaves it out. */
   execute?: ExecuteConfig | false;
+  /** Metrics, health, audit log and dashboard (src/config/observe-config.ts). */
+  observe?: ObserveConfig;
 }
 
 export function loadConfig(file: string): HubConfig {
@@ -62,5 +65,7 @@ export function loadConfig(file: string): HubConfig {
   }
   if (config.execute && config.execute.root !== undefined)
     config.execute.root = resolve(base, config.execute.root);
+  const audit = config.observe?.audit;
+  if (audit?.to !== undefined && audit.to !== 'stderr') audit.to = resolve(base, audit.to);
   return config;
 }

@@ -19,6 +19,7 @@ import type {
 import { compileValidator, type ArgumentValidator } from '../registry/schema.js';
 import { UpstreamConnection, type ConnectionOptions } from './connection.js';
 import { UpstreamRelay } from './relay.js';
+import { upstreamCallHookOf } from './call-hook.js';
 
 export interface ProxyOptions {
   prefix?: string;
@@ -451,12 +452,23 @@ export class UpstreamProxy {
     // The context carries what the call needs: the caller's signal and its peer (progress).
     const tracked = this.relay.track(ctx.peer);
     try {
-      const result = await this.connection.call(
-        'tools/call',
-        { name: upstreamName, arguments: input },
-        ctx,
-        tool?.direct !== false,
-      );
+      const call = (meta?: Record<string, string>) =>
+        this.connection.call(
+          'tools/call',
+          meta === undefined
+            ? { name: upstreamName, arguments: input }
+            : { name: upstreamName, arguments: input, _meta: meta },
+          ctx,
+          tool?.direct !== false,
+        );
+      // observe: metrics and the trace span of the upstream call, when the hub watches them.
+      const hook = upstreamCallHookOf(this.registry);
+      const result = await (hook === undefined
+        ? call()
+        : hook(
+            { url: this.url, owner: this.owner, method: 'tools/call', name: upstreamName },
+            call,
+          ));
       if (tool !== undefined) checkStructured(tool, upstreamName, result);
       return toolResult(result);
     } catch (err) {
