@@ -74,7 +74,7 @@ export class HubMetrics {
   constructor(private readonly src: MetricsSources) {
     const register = this.register;
     const r = { registers: [register] };
-    client.collectDefaultMetrics({ register, prefix: 'moonhub_process_' });
+    client.collectDefaultMetrics({ register, prefix: 'moonhub_' });
     this.calls = new client.Counter({
       name: 'moonhub_mcp_calls_total',
       help: 'MCP requests answered, by method, tool or prompt, owning plugin and outcome (ok, tool_error, error)',
