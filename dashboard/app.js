@@ -74,7 +74,8 @@ function renderPlugins(s) {
     const where = p.error
       ? `${p.error.file ?? p.entry}${p.error.line ? ':' + p.error.line : ''}`
       : '';
-    cell(tr, p.error ? `${where}: ${p.error.message}` : '', 'error mono');
+    const msg = p.error?.message ?? '';
+    cell(tr, p.error ? (msg.startsWith(where) ? msg : `${where}: ${msg}`) : '', 'error mono');
     cell(
       tr,
       button('Reload', () => reload(p.name)),

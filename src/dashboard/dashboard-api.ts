@@ -85,11 +85,10 @@ function state(src: DashboardSources) {
     .sessions()
     .filter((s) => s.revoked_at === undefined)
     .map((s) => {
-      const view = s.role === 'admin' ? undefined : src.viewOf(`session:${s.session_uuid}`);
-      return {
-        ...s,
-        sees: view === undefined ? null : entries.owners.filter((o) => view(o)),
-      };
+      // An admin session sees only the admin API; an agent's view may be "everything".
+      if (s.role === 'admin') return { ...s, sees: null };
+      const view = src.viewOf(`session:${s.session_uuid}`) as OwnerFilter | undefined;
+      return { ...s, sees: view === undefined ? entries.owners : entries.owners.filter(view) };
     });
   const upstreams = src.upstreams().map((u) => ({
     url: redactUrl(u.url),
