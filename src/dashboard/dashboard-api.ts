@@ -44,6 +44,8 @@ export interface DashboardSources {
   isAdminToken: (token: string) => boolean;
   guard: (req: IncomingMessage) => { status: number; message: string } | undefined;
   authMode: string;
+  /** Counts a refused request (metrics), by limit. */
+  refused?: (limit: string) => void;
 }
 
 function entriesOf(registry: Registry) {
@@ -162,7 +164,7 @@ export function dashboardApi(src: DashboardSources): Route {
       sendJson(res, bad.status, { error: bad.message });
       return true;
     }
-    if (!requireAdmin(req, res, src.isAdminToken)) {
+    if (!requireAdmin(req, res, src.isAdminToken, src.refused)) {
       req.resume();
       return true;
     }

@@ -8,7 +8,8 @@ import type { CallEnd, CallObserver, CallStart } from './call-observer.js';
 
 export interface LiveCall {
   id: number;
-  time: string;
+  /** ISO 8601 (Date.now() while kept, turned into text when shown). */
+  time: string | number;
   transport: string;
   method: string;
   name: string | null;
@@ -29,11 +30,19 @@ export interface LiveCallsOptions {
   identityOf?: (principal: string) => { agent?: string };
 }
 
+function shown(call: LiveCall): LiveCall {
+  return typeof call.time === 'number'
+    ? { ...call, time: new Date(call.time).toISOString() }
+    : call;
+}
+
 export const LIVE_DEFAULTS = { keep: 200, keepErrors: 50, maxViewers: 8 };
 
 export class LiveCalls {
   private readonly calls: LiveCall[] = [];
   private readonly errors: LiveCall[] = [];
+  private callsAt = 0;
+  private errorsAt = 0;
   private readonly viewers = new Set<ServerResponse>();
   private nextId = 1;
   private readonly keep: number;
@@ -58,7 +67,7 @@ export class LiveCalls {
         call.principal === undefined ? undefined : this.opts.identityOf?.(call.principal);
       const live: LiveCall = {
         id: this.nextId++,
-        time: new Date(call.startedAt).toISOString(),
+        time: call.startedAt,
         transport: call.transport,
         method: call.method,
         name: call.name ?? null,
@@ -78,18 +87,30 @@ export class LiveCalls {
     },
   };
 
+  /** A ring: past its size the oldest slot is overwritten (no array shifting per call). */
   private push(ring: LiveCall[], call: LiveCall, max: number): void {
-    ring.push(call);
-    if (ring.length > max) ring.splice(0, ring.length - max);
+    if (ring.length < max) ring.push(call);
+    else {
+      const at = ring === this.calls ? this.callsAt : this.errorsAt;
+      ring[at] = call;
+      if (ring === this.calls) this.callsAt = (at + 1) % max;
+      else this.errorsAt = (at + 1) % max;
+    }
   }
 
-  private broadcast(event: string, data: unknown): void {
-    const frame = `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+  private broadcast(event: string, call: LiveCall): void {
+    const frame = `event: ${event}\ndata: ${JSON.stringify(shown(call))}\n\n`;
     for (const v of this.viewers) v.write(frame);
   }
 
+  /** Oldest first. */
   recent(): { calls: LiveCall[]; errors: LiveCall[] } {
-    return { calls: [...this.calls], errors: [...this.errors] };
+    const ordered = (ring: LiveCall[], at: number) =>
+      [...ring.slice(at), ...ring.slice(0, at)].map(shown);
+    return {
+      calls: ordered(this.calls, this.callsAt),
+      errors: ordered(this.errors, this.errorsAt),
+    };
   }
 
   /** Serves one viewer's stream; false (nothing written) when the viewers are at their bound. */

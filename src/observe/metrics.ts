@@ -7,7 +7,8 @@
  */
 import client from 'prom-client';
 import type { Registry } from '../registry/registry.js';
-import type { CallEnd, CallObserver, CallStart } from './call-observer.js';
+import type { CallEnd, CallObserver, CallStart, Outcome } from './call-observer.js';
+import { CallStats, LATENCY_BUCKETS, type OutcomeIndex } from './call-stats.js';
 import type { UpstreamCallHook } from '../upstream/call-hook.js';
 import { redactUrl } from '../upstream/status-redact.js';
 
@@ -45,9 +46,7 @@ const METHODS = new Set([
   'logging/setLevel',
   'server/discover',
 ]);
-const LATENCY_BUCKETS = [
-  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10,
-];
+const OUTCOME_INDEX: Record<Outcome, OutcomeIndex> = { ok: 0, tool_error: 1, error: 2 };
 
 /** HTTP statuses that mean a limit or a check refused the request, by the limit's name. */
 export const REFUSAL_BY_STATUS: Record<number, string> = {
@@ -60,40 +59,17 @@ export const REFUSAL_BY_STATUS: Record<number, string> = {
 
 export class HubMetrics {
   readonly register = new client.Registry();
-  private readonly calls: client.Counter<'method' | 'tool' | 'plugin' | 'outcome'>;
-  private readonly latency: client.Histogram<'method' | 'plugin' | 'outcome'>;
-  private readonly inflight: client.Gauge<'method'>;
+  private readonly stats: CallStats;
   private readonly reloads: client.Counter<'plugin' | 'outcome'>;
   private readonly refusals: client.Counter<'limit'>;
   private readonly upstreamCalls: client.Counter<'upstream' | 'outcome'>;
   private readonly upstreamLatency: client.Histogram<'upstream'>;
-  /** Label children by key: prom-client hashes label objects, which costs more than a Map hit. */
-  private readonly children = new Map<string, { count: client.Counter; time: client.Histogram }>();
-  private readonly inflightChildren = new Map<string, client.Gauge>();
 
   constructor(private readonly src: MetricsSources) {
     const register = this.register;
     const r = { registers: [register] };
     client.collectDefaultMetrics({ register, prefix: 'moonhub_' });
-    this.calls = new client.Counter({
-      name: 'moonhub_mcp_calls_total',
-      help: 'MCP requests answered, by method, tool or prompt, owning plugin and outcome (ok, tool_error, error)',
-      labelNames: ['method', 'tool', 'plugin', 'outcome'],
-      ...r,
-    });
-    this.latency = new client.Histogram({
-      name: 'moonhub_mcp_call_duration_seconds',
-      help: 'Time to answer an MCP request',
-      labelNames: ['method', 'plugin', 'outcome'],
-      buckets: LATENCY_BUCKETS,
-      ...r,
-    });
-    this.inflight = new client.Gauge({
-      name: 'moonhub_mcp_calls_in_flight',
-      help: 'MCP requests being answered now',
-      labelNames: ['method'],
-      ...r,
-    });
+    this.stats = new CallStats(register);
     this.reloads = new client.Counter({
       name: 'moonhub_plugin_loads_total',
       help: 'Plugin loads and reloads by outcome (loaded, failed)',
@@ -205,12 +181,6 @@ export class HubMetrics {
   readonly observer: CallObserver = {
     start: (call: CallStart) => {
       const method = METHODS.has(call.method) ? call.method : 'other';
-      let g = this.inflightChildren.get(method);
-      if (g === undefined) {
-        g = this.inflight.labels(method) as unknown as client.Gauge;
-        this.inflightChildren.set(method, g);
-      }
-      g.inc();
       let tool = '';
       let plugin = '';
       if (call.name !== undefined && (method === 'tools/call' || method === 'prompts/get')) {
@@ -221,25 +191,11 @@ export class HubMetrics {
         tool = entry === undefined ? 'unknown' : call.name;
         plugin = entry?.owner ?? '';
       }
-      const gauge = g;
+      const kind = this.stats.kind(method, tool, plugin);
+      kind.inflight.value++;
       return (end: CallEnd) => {
-        gauge.dec();
-        const key = `${method}\n${tool}\n${plugin}\n${end.outcome}`;
-        let c = this.children.get(key);
-        if (c === undefined) {
-          c = {
-            count: this.calls.labels(
-              method,
-              tool,
-              plugin,
-              end.outcome,
-            ) as unknown as client.Counter,
-            time: this.latency.labels(method, plugin, end.outcome) as unknown as client.Histogram,
-          };
-          this.children.set(key, c);
-        }
-        c.count.inc();
-        c.time.observe(end.durationMs / 1000);
+        kind.inflight.value--;
+        this.stats.record(kind, OUTCOME_INDEX[end.outcome], end.durationMs / 1000);
       };
     },
   };

@@ -4,15 +4,17 @@
  * dispatcher and the extra HTTP routes, so the server modules need no change: `http()` and
  * `stdio()` take the options a transport would get and return them with those two added.
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../log.js';
 import type { Hub } from '../hub.js';
 import type { Access } from '../access.js';
 import type { Settings } from '../config/settings.js';
 import { observeSettingsOf } from '../config/observe-config.js';
 import {
+  DEFAULT_MAX_BODY_BYTES,
   createMcpDispatcher,
   createRequestGuard,
+  type AuthVerdict,
   type HttpServerOptions,
   type OriginPolicy,
   type StdioOptions,
@@ -21,7 +23,7 @@ import { upstreamsOf } from '../upstream/manager.js';
 import { redactUrl } from '../upstream/status-redact.js';
 import { setUpstreamCallHook, type UpstreamCallHook } from '../upstream/call-hook.js';
 import { observeDispatcher, type CallObserver, type Transport } from './call-observer.js';
-import { HubMetrics } from './metrics.js';
+import { HubMetrics, REFUSAL_BY_STATUS } from './metrics.js';
 import { AuditLog } from './audit.js';
 import { LiveCalls } from './live-calls.js';
 import { tracingWanted } from './otel-env.js';
@@ -149,6 +151,7 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
         isAdminToken,
         guard,
         authMode: settings.authMode,
+        refused: metrics === undefined ? undefined : (l) => metrics.refused(l),
       }),
       dashboardPage(cfg.dashboardPath),
     );
@@ -160,11 +163,17 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
     http(opts) {
       const other = opts.otherRoutes;
       const tracing = tracer;
+      const refusals = metrics === undefined ? undefined : refusalCounter(metrics, access, opts);
+      const mcpPath = opts.path ?? '/mcp';
       return {
         ...opts,
         dispatcher: wrap('http', opts.dispatcher ?? createMcpDispatcher(registry, opts)),
+        authenticate: refusals?.authenticate ?? opts.authenticate,
         otherRoutes: (req, res) => {
           tracing?.bindHttp(req);
+          refusals?.watch(req, res);
+          // The MCP endpoint is none of the operator's routes: skip them on the hot path.
+          if (req.url === mcpPath) return other?.(req, res) ?? false;
           try {
             for (const r of routes) if (r(req, res)) return true;
           } catch (err) {
@@ -188,6 +197,44 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
     async close() {
       setUpstreamCallHook(registry, undefined);
       for (const c of closers.reverse()) await c();
+    },
+  };
+}
+
+/**
+ * Counts the HTTP refusals that never reach the dispatcher, by limit, without a listener on
+ * every response: failed authentication through the authenticate hook, and a 'finish' listener
+ * only on requests that may be refused for their size or for the sessions' bound.
+ */
+function refusalCounter(metrics: HubMetrics, access: Access, opts: HttpServerOptions) {
+  const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const auth = opts.authenticate;
+  const counted = (v: AuthVerdict): AuthVerdict => {
+    if (!v.ok) metrics.refused(REFUSAL_BY_STATUS[v.status] ?? 'authentication');
+    return v;
+  };
+  const onFinish = function (this: ServerResponse) {
+    const limit = REFUSAL_BY_STATUS[this.statusCode];
+    if (limit !== undefined && limit !== 'authentication') metrics.refused(limit);
+  };
+  return {
+    authenticate:
+      auth === undefined
+        ? undefined
+        : (req: IncomingMessage) => {
+            const v = auth(req);
+            return v instanceof Promise ? v.then(counted) : counted(v);
+          },
+    watch(req: IncomingMessage, res: ServerResponse): void {
+      if (req.method !== 'POST') return;
+      const length = req.headers['content-length'];
+      const sessions = access.httpHandler()?.sessions;
+      if (
+        length === undefined ||
+        Number(length) > maxBody ||
+        (sessions !== undefined && sessions.size >= sessions.maxSessions)
+      )
+        res.once('finish', onFinish);
     },
   };
 }

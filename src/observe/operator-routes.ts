@@ -1,13 +1,12 @@
 /**
  * The operator's HTTP routes next to the MCP endpoint: `/healthz`, `/readyz` (no token) and
- * `/metrics` (an admin token, unless served on a separate metrics address). Also counts the
- * HTTP refusals (401, 413, 503...) by limit, since those never reach the dispatcher.
+ * `/metrics` (an admin token, unless served on a separate metrics address).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { bearerToken, challenge } from '../auth/challenge.js';
 import { readiness, type ReadinessSources } from './health.js';
-import { REFUSAL_BY_STATUS, type HubMetrics } from './metrics.js';
+import type { HubMetrics } from './metrics.js';
 
 export type Route = (req: IncomingMessage, res: ServerResponse) => boolean;
 
@@ -27,9 +26,11 @@ export function requireAdmin(
   req: IncomingMessage,
   res: ServerResponse,
   isAdminToken: (token: string) => boolean,
+  refused?: (limit: string) => void,
 ): boolean {
   const token = bearerToken(req);
   if (token !== undefined && token !== '' && isAdminToken(token)) return true;
+  refused?.('authentication');
   sendJson(
     res,
     401,
@@ -56,15 +57,9 @@ export interface OperatorRouteOptions {
 
 export function operatorRoutes(opts: OperatorRouteOptions): Route {
   const { metrics } = opts;
+  const refused = metrics === undefined ? undefined : (limit: string) => metrics.refused(limit);
   return (req, res) => {
     const path = (req.url ?? '/').split('?', 1)[0]!;
-    if (metrics !== undefined) {
-      // Counted here because these refusals never reach the dispatcher.
-      res.once('finish', () => {
-        const limit = REFUSAL_BY_STATUS[res.statusCode];
-        if (limit !== undefined) metrics.refused(limit);
-      });
-    }
     if (path === '/healthz') {
       req.resume();
       sendJson(res, 200, { status: 'ok' });
@@ -83,7 +78,8 @@ export function operatorRoutes(opts: OperatorRouteOptions): Route {
       sendJson(res, bad.status, { error: bad.message });
       return true;
     }
-    if (opts.isAdminToken !== undefined && !requireAdmin(req, res, opts.isAdminToken)) return true;
+    if (opts.isAdminToken !== undefined && !requireAdmin(req, res, opts.isAdminToken, refused))
+      return true;
     metrics.text().then(
       (text) => {
         res.writeHead(200, { 'Content-Type': metrics.contentType, 'Cache-Control': 'no-store' });
