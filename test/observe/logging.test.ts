@@ -47,7 +47,7 @@ describe('log levels and formats', () => {
       formatLine(line, false),
       '03:04:05.006 WARN  plugin failed plugin=notes file="a b.lua"\n',
     );
-    assert.match(formatLine(line, true), /\x1b\[33mWARN /);
+    assert.ok(formatLine(line, true).includes('\x1b[33mWARN '));
     assert.equal(formatLine('not json', false), 'not json\n');
   });
 
@@ -91,8 +91,8 @@ describe('log levels and formats', () => {
       }
       const line = err.split('\n').find((l) => l.includes('plugin loaded'))!;
       if (format === 'pretty') {
-        assert.match(line, /^\d\d:\d\d:\d\d\.\d{3} INFO  plugin loaded plugin=echo /);
-        assert.doesNotMatch(line, /\x1b\[/, 'no colour codes when stderr is not a terminal');
+        assert.match(line, /^\d\d:\d\d:\d\d\.\d{3} INFO {2}plugin loaded plugin=echo /);
+        assert.ok(!line.includes('\x1b['), 'no colour codes when stderr is not a terminal');
       } else {
         assert.equal((JSON.parse(line) as { msg: string }).msg, 'plugin loaded');
       }
