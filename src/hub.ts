@@ -25,6 +25,8 @@ export interface HubOptions {
 export interface Hub {
   registry: Registry;
   plugins: PluginHost;
+  /** The `execute` scripts running and queued now (metrics); undefined without execute. */
+  executeStats(): { running: number; queued: number; workers: number } | undefined;
   stop(): Promise<void>;
 }
 
@@ -50,5 +52,5 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     await upstreamsOf(registry).stop();
     await codeMode?.close();
   };
-  return { registry, plugins, stop };
+  return { registry, plugins, stop, executeStats: () => codeMode?.stats() };
 }

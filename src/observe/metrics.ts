@@ -26,6 +26,8 @@ export interface MetricsSources {
     connects: number;
     changed: unknown[];
   }[];
+  /** `execute` scripts running and queued; undefined without execute. */
+  execute: () => { running: number; queued: number; workers: number } | undefined;
   /** 2025 HTTP sessions and those with a GET stream open. */
   legacySessions: () => { sessions: number; streams: number } | undefined;
 }
@@ -157,6 +159,19 @@ export class HubMetrics {
       'Imported tools whose upstream definition changed since approval',
       (u) => u.changed.length,
     );
+    new client.Gauge({
+      name: 'moonhub_execute_scripts',
+      help: 'execute scripts by state: running, queued (waiting for a worker), workers',
+      labelNames: ['state'],
+      ...r,
+      collect() {
+        const e = src.execute();
+        if (e === undefined) return;
+        this.set({ state: 'running' }, e.running);
+        this.set({ state: 'queued' }, e.queued);
+        this.set({ state: 'workers' }, e.workers);
+      },
+    });
     new client.Gauge({
       name: 'moonhub_sessions',
       help: 'Open MCP sessions by protocol era (2026-07-28 requests are stateless: none)',

@@ -64,6 +64,7 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
         registry,
         plugins: hub.plugins,
         upstreams,
+        execute: () => hub.executeStats(),
         legacySessions: () => {
           const sessions = access.httpHandler()?.sessions;
           if (sessions === undefined) return undefined;

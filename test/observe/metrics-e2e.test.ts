@@ -95,6 +95,11 @@ describe('metrics, health and audit of a running hub', () => {
     const failed = await client.callTool({ name: 'calc.fail', arguments: {} });
     assert.equal(failed.isError, true);
     await assert.rejects(client.callTool({ name: 'no.such.tool', arguments: {} }));
+    const ran = await client.callTool({
+      name: 'execute',
+      arguments: { code: 'return mcp.call("calc.echo", { text = "x" }).content' },
+    });
+    assert.notEqual(ran.isError, true, JSON.stringify(ran));
     const greeted = await client.callTool({ name: 'u.greet', arguments: {} });
     assert.notEqual(greeted.isError, true);
     // A body over the 4 MiB limit is refused before it reaches the dispatcher.
@@ -113,6 +118,12 @@ describe('metrics, health and audit of a running hub', () => {
       sample(text, name, labels) - sample(before0, name, labels);
     const tc = { method: 'tools/call' };
     assert.equal(delta(calls, { ...tc, tool: 'calc.echo', plugin: 'calc', outcome: 'ok' }), 3);
+    assert.equal(
+      delta(calls, { ...tc, tool: 'execute', plugin: 'builtin:execute', outcome: 'ok' }),
+      1,
+    );
+    assert.ok(sample(text, 'moonhub_execute_scripts', { state: 'workers' }) >= 1);
+    assert.equal(sample(text, 'moonhub_execute_scripts', { state: 'queued' }), 0);
     assert.equal(
       delta(calls, { ...tc, tool: 'calc.fail', plugin: 'calc', outcome: 'tool_error' }),
       1,
