@@ -6,7 +6,9 @@
  */
 import type { McpDispatcher, RequestScope } from '../server/index.js';
 import type { JsonRpcRequest } from '../server/jsonrpc.js';
-import type { RequestTracer } from './tracing.js';
+import type { IncomingMessage } from 'node:http';
+import type { Registry } from '../registry/registry.js';
+import type { UpstreamCallHook } from '../upstream/call-hook.js';
 
 export type Transport = 'http' | 'stdio';
 export type Outcome = 'ok' | 'tool_error' | 'error';
@@ -38,6 +40,26 @@ export interface CallEnd {
 export interface CallObserver {
   /** A request began; the returned function (if any) is called once when it ends. */
   start(call: CallStart): ((end: CallEnd) => void) | undefined;
+}
+
+/** What tracing.ts provides when the OTEL_* variables turn it on (loaded only then). */
+export type OutcomeOf = (method: string, id: unknown, out: string) => Omit<CallEnd, 'durationMs'>;
+
+export interface RequestTracer {
+  /** Runs one request inside its SERVER span. */
+  around(
+    call: CallStart,
+    msg: { id: unknown },
+    run: () => Promise<string>,
+    outcomeOf: OutcomeOf,
+  ): Promise<string>;
+  /** Puts the request's `traceparent` header (if any) around its body's processing. */
+  bindHttp(req: IncomingMessage): void;
+  /** Wraps the upstream call hook: a CLIENT span, and its context sent along. */
+  upstreamHook(next: UpstreamCallHook | undefined): UpstreamCallHook;
+  /** Spans for tool handlers: wraps the registry's callTool. */
+  instrument(registry: Registry): void;
+  shutdown(): Promise<void>;
 }
 
 const EMPTY: Record<string, unknown> = {};

@@ -22,12 +22,16 @@ import {
 import { upstreamsOf } from '../upstream/manager.js';
 import { redactUrl } from '../upstream/status-redact.js';
 import { setUpstreamCallHook, type UpstreamCallHook } from '../upstream/call-hook.js';
-import { observeDispatcher, type CallObserver, type Transport } from './call-observer.js';
+import {
+  observeDispatcher,
+  type CallObserver,
+  type RequestTracer,
+  type Transport,
+} from './call-observer.js';
 import { HubMetrics, REFUSAL_BY_STATUS } from './metrics.js';
 import { AuditLog } from './audit.js';
 import { LiveCalls } from './live-calls.js';
 import { tracingWanted } from './otel-env.js';
-import type { RequestTracer } from './tracing.js';
 import { operatorRoutes, startMetricsServer, type Route } from './operator-routes.js';
 import { dashboardApi } from '../dashboard/dashboard-api.js';
 import { dashboardPage } from '../dashboard/static-files.js';

@@ -30,30 +30,11 @@ import {
   resourceFromAttributes,
 } from '@opentelemetry/resources';
 import type { Registry } from '../registry/registry.js';
-import type { CallEnd, CallStart } from './call-observer.js';
+import type { CallEnd, CallStart, OutcomeOf, RequestTracer } from './call-observer.js';
 import type { UpstreamCallHook } from '../upstream/call-hook.js';
 import { redactUrl } from '../upstream/status-redact.js';
 import { packageVersion } from '../server/protocol.js';
 import { tracingWanted } from './otel-env.js';
-
-type OutcomeOf = (method: string, id: unknown, out: string) => Omit<CallEnd, 'durationMs'>;
-
-export interface RequestTracer {
-  /** Runs one request inside its SERVER span. */
-  around(
-    call: CallStart,
-    msg: { id: unknown },
-    run: () => Promise<string>,
-    outcomeOf: OutcomeOf,
-  ): Promise<string>;
-  /** Puts the request's `traceparent` header (if any) around its body's processing. */
-  bindHttp(req: IncomingMessage): void;
-  /** Wraps the upstream call hook: a CLIENT span, and its context sent along. */
-  upstreamHook(next: UpstreamCallHook | undefined): UpstreamCallHook;
-  /** Spans for tool handlers: wraps the registry's callTool. */
-  instrument(registry: Registry): void;
-  shutdown(): Promise<void>;
-}
 
 function parentOf(params: Record<string, unknown>): Context {
   const meta = params._meta as Record<string, unknown> | undefined;
