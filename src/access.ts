@@ -294,6 +294,33 @@ export class Access {
     return this.views.filterFor(principal);
   }
 
+  // ---- for the operator's routes (src/observe, src/dashboard) --------------------------------
+
+  /** True when `token` is an active admin session's token of this hub. */
+  isAdminToken(token: string): boolean {
+    return this.sessions()?.verify(token, this.opts.settings.hub_id)?.role === 'admin';
+  }
+
+  /** Who a principal is (session, agent, target), or undefined for an unknown or revoked one. */
+  identityOf(principal: string): { session_uuid?: string; agent?: string; target?: string } {
+    return this.directory.get(principal) ?? {};
+  }
+
+  /** This hub's sessions (never tokens); none without a sessions database. */
+  sessionList(): ReturnType<SessionStore['list']> {
+    return this.sessions()?.list(this.opts.settings.hub_id) ?? [];
+  }
+
+  /** The HTTP endpoint's 2025 sessions, once listening (metrics: sessions and streams). */
+  httpHandler(): McpHttpHandler | undefined {
+    return this.http;
+  }
+
+  /** The config's scoping (targets, agents), for the dashboard's view of principals. */
+  scopingConfig(): Settings['config'] {
+    return { ...this.opts.settings.config, ...this.source.config };
+  }
+
   async close(): Promise<void> {
     clearInterval(this.poller);
     this.views.close();

@@ -35,6 +35,8 @@ export interface Hub {
   plugins: PluginHost;
   /** Settles once the config's upstreams have each connected or failed a first time. */
   upstreamsReady: Promise<void>;
+  /** The `execute` scripts running and queued now (metrics); undefined without execute. */
+  executeStats(): { running: number; queued: number; workers: number } | undefined;
   stop(): Promise<void>;
 }
 
@@ -71,5 +73,5 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     await upstreamsOf(registry).stop();
     await codeMode?.close();
   };
-  return { registry, plugins, upstreamsReady, stop };
+  return { registry, plugins, upstreamsReady, stop, executeStats: () => codeMode?.stats() };
 }

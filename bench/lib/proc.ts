@@ -162,6 +162,8 @@ export interface HubOptions {
   /** Extra node flags, e.g. `--cpu-prof`. */
   nodeArgs?: string[];
   logLevel?: string;
+  /** A config file (`--config`). */
+  config?: string;
 }
 
 /** A real `bin/moonhub.js serve` process. */
@@ -173,6 +175,7 @@ export async function startHub(name: string, opts: HubOptions): Promise<Proc> {
   const args = [BIN, 'serve', '--log-level', opts.logLevel ?? 'warn'];
   for (const p of opts.plugins) args.push('--plugins', p);
   if (opts.watch === false) args.push('--no-watch');
+  if (opts.config !== undefined) args.push('--config', opts.config);
   if (opts.stdio) args.push('--stdio');
   else args.push('--port', '0');
   const child = spawn(process.execPath, [...nodeArgs, ...args], {

@@ -36,6 +36,9 @@ export const EXECUTE_SCRIPT = [
   'return table.concat(out, ",")',
 ].join('\n');
 
+/** The config of the `-off` rows: no metrics, no dashboard (no call observer at all). */
+const OBSERVE_OFF = { observe: { metrics: { enabled: false }, dashboard: { enabled: false } } };
+
 export interface Target {
   row: Row;
   proc: Proc;
@@ -165,6 +168,9 @@ export async function measureThroughput(settings: Settings, procs: Proc[]): Prom
     sdkSession: newRow('sdk-session', 'SDK v2, 2025 session (JSON responses)'),
     hubModern: newRow('hub-2026', 'moonhub Lua echo, 2026-07-28'),
     hubLegacy: newRow('hub-2025', 'moonhub Lua echo, 2025 session'),
+    // The same hub with metrics and the dashboard's live calls off: what observing costs.
+    hubModernOff: newRow('hub-2026-off', 'moonhub Lua echo, 2026-07-28, observe off'),
+    hubLegacyOff: newRow('hub-2025-off', 'moonhub Lua echo, 2025 session, observe off'),
     hubStdio: newRow('hub-stdio', 'moonhub Lua echo, stdio (50 in flight)'),
     proxy: newRow('hub-proxy', 'moonhub → SDK session server (mcp.proxy), 2026-07-28', {
       note: 'ceiling: the SDK session row, which is its upstream',
@@ -191,12 +197,24 @@ export async function measureThroughput(settings: Settings, procs: Proc[]): Prom
       return proc;
     });
   log('starting the servers');
-  const [bare, sdkStateless, sdkSession, sdkUpstream, hub] = await Promise.all([
+  const offConfig = join(scratchDir('observe-off'), 'moonhub.json');
+  writeFileSync(offConfig, JSON.stringify(OBSERVE_OFF));
+  const [bare, sdkStateless, sdkSession, sdkUpstream, hub, hubOff] = await Promise.all([
     track(startScript('bare', 'bare.js', [])),
     track(startScript('sdk-stateless', 'sdk.js', ['stateless'])),
     track(startScript('sdk-session', 'sdk.js', ['session'])),
     track(startScript('sdk-upstream', 'sdk.js', ['session'])),
     track(startHub('moonhub', { plugins: [ECHO_PLUGINS], watch: false, probe: true })),
+    wanted.has('hub-2026-off') || wanted.has('hub-2025-off')
+      ? track(
+          startHub('moonhub-observe-off', {
+            plugins: [ECHO_PLUGINS],
+            watch: false,
+            probe: true,
+            config: offConfig,
+          }),
+        )
+      : undefined,
   ]);
 
   const targets: Target[] = [];
@@ -233,6 +251,16 @@ export async function measureThroughput(settings: Settings, procs: Proc[]): Prom
     const s = echoCall(hub.url, 'legacy', await openSession(hub.url));
     await verifyEcho(s);
     return wrkTarget(rows.hubLegacy, hub, s);
+  });
+  await add(rows.hubModernOff, async () => {
+    const s = echoCall(hubOff!.url, 'modern');
+    await verifyEcho(s);
+    return wrkTarget(rows.hubModernOff, hubOff!, s);
+  });
+  await add(rows.hubLegacyOff, async () => {
+    const s = echoCall(hubOff!.url, 'legacy', await openSession(hubOff!.url));
+    await verifyEcho(s);
+    return wrkTarget(rows.hubLegacyOff, hubOff!, s);
   });
   await add(rows.hubStdio, () => stdioTarget(rows.hubStdio, procs));
   await add(rows.proxy, () => proxyTarget(rows.proxy, sdkUpstream, settings, procs));

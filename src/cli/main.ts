@@ -4,7 +4,8 @@
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { resolve } from 'node:path';
-import { createLogger } from '../log.js';
+import { checkLogFormat, checkLogLevel, createLogger, type LogFormat } from '../log.js';
+import { startOperations } from '../observe/operations.js';
 import { startHub } from '../hub.js';
 import { startHttpServer, serveStdio } from '../server/index.js';
 import { packageVersion } from '../server/protocol.js';
@@ -34,6 +35,22 @@ function positive(value: string): number {
   return n;
 }
 
+function logLevel(value: string): string {
+  try {
+    return checkLogLevel(value);
+  } catch {
+    throw new InvalidArgumentError('one of fatal, error, warn, info, debug, trace, silent');
+  }
+}
+
+function logFormat(value: string): LogFormat {
+  try {
+    return checkLogFormat(value);
+  } catch {
+    throw new InvalidArgumentError('one of json, pretty, auto');
+  }
+}
+
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
@@ -51,6 +68,8 @@ interface ServeFlags {
   config?: string;
   watch: boolean;
   logLevel?: string;
+  logFormat?: LogFormat;
+  audit?: string;
   hubId?: string;
   auth?: AuthMode;
   data?: string;
@@ -66,7 +85,7 @@ interface ServeHooks {
 }
 
 async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
-  const logger = createLogger(flags.logLevel);
+  const logger = createLogger(flags.logLevel, { format: flags.logFormat });
   const s = resolveSettings(flags);
   if (s.dirs.length === 0 && s.config.upstreams === undefined)
     throw new Error(
@@ -102,36 +121,58 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     throw err;
   }
   const onError = (err: unknown) => logger.error({ err }, 'internal error while serving a request');
+  // observe: metrics, traces, audit, health and dashboard (src/observe/operations.ts).
+  let ops: Awaited<ReturnType<typeof startOperations>>;
+  try {
+    ops = await startOperations({
+      hub,
+      access,
+      settings: s,
+      logger,
+      originPolicy: { allowedHosts },
+      audit: flags.audit,
+    });
+  } catch (err) {
+    await Promise.allSettled([access.close(), hub.stop()]);
+    throw err;
+  }
+  if (ops.metricsUrl !== undefined) process.stderr.write(`moonhub: metrics at ${ops.metricsUrl}\n`);
 
   if (flags.stdio) {
     let server: ReturnType<typeof serveStdio>;
     try {
-      server = serveStdio(hub.registry, {
-        input: process.stdin,
-        output: process.stdout,
-        onError,
-        onCall: hooks.onCall,
-        ...access.stdioOptions(flags.session),
-      });
+      server = serveStdio(
+        hub.registry,
+        ops.stdio({
+          input: process.stdin,
+          output: process.stdout,
+          onError,
+          onCall: hooks.onCall,
+          ...access.stdioOptions(flags.session),
+        }),
+      );
     } catch (err) {
-      await Promise.allSettled([access.close(), hub.stop()]);
+      await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
       throw err;
     }
     process.stderr.write(`moonhub: serving MCP on stdio (${hub.registry.countTools()} tools)\n`);
     hooks.ready?.(hub, undefined);
     await server.closed;
-    await Promise.allSettled([access.close(), hub.stop()]);
+    await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
     return;
   }
 
-  const http = await startHttpServer(hub.registry, {
-    host: s.host,
-    port: s.port,
-    onError,
-    onCall: hooks.onCall,
-    allowedHosts,
-    ...access.httpOptions(),
-  });
+  const http = await startHttpServer(
+    hub.registry,
+    ops.http({
+      host: s.host,
+      port: s.port,
+      onError,
+      onCall: hooks.onCall,
+      allowedHosts,
+      ...access.httpOptions(),
+    }),
+  );
   access.listening(http.url, http.handler);
   process.stderr.write(
     `moonhub: serving MCP at ${http.url} (${hub.registry.countTools()} tools)\n`,
@@ -141,7 +182,9 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     const stop = () => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
-      void Promise.allSettled([http.close(), access.close(), hub.stop()]).then(() => done());
+      void Promise.allSettled([http.close(), ops.close(), access.close(), hub.stop()]).then(() =>
+        done(),
+      );
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
@@ -221,7 +264,19 @@ export function buildProgram(): Command {
     .option('-c, --config <file>', 'config file (JSON or YAML)')
     .option('--hub-id <id>', "this hub's id, shown to handlers as context.hub_id")
     .option('--no-watch', 'do not reload plugins when their files change')
-    .option('--log-level <level>', 'trace, debug, info, warn, error (default info)')
+    .addOption(
+      new Option(
+        '--log-level <level>',
+        'fatal, error, warn, info, debug, trace, silent (default info)',
+      ).argParser(logLevel),
+    )
+    .addOption(
+      new Option(
+        '--log-format <format>',
+        'json, pretty, or auto: pretty on a terminal (default auto)',
+      ).argParser(logFormat),
+    )
+    .option('--audit <file>', 'append an audit line per call to FILE (or "stderr")')
     .addOption(
       new Option(
         '--auth <mode>',
@@ -248,7 +303,9 @@ export function buildProgram(): Command {
       new Option('--timeout <ms>', 'time limit of the script').default(30_000).argParser(positive),
     )
     .option('-c, --config <file>', 'config file (JSON or YAML)')
-    .option('--log-level <level>', 'log level on stderr (default warn)')
+    .addOption(
+      new Option('--log-level <level>', 'log level on stderr (default warn)').argParser(logLevel),
+    )
     .action((file: string, args: string[], flags: RunFlags) => run(file, args, flags));
 
   program
@@ -264,7 +321,9 @@ export function buildProgram(): Command {
     )
     .addOption(new Option('--port <n>', 'HTTP port (default 8848)').argParser(port))
     .option('-c, --config <file>', 'config file (default ./moonhub.yaml when present)')
-    .option('--log-level <level>', 'JSON log level on stderr (default warn)')
+    .addOption(
+      new Option('--log-level <level>', 'log level on stderr (default warn)').argParser(logLevel),
+    )
     .action((flags: ServeFlags) => dev(flags));
 
   addSessionCommands(program, collect);

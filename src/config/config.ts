@@ -5,6 +5,7 @@
  */
 import { dirname, resolve } from 'node:path';
 import type { ExecuteConfig } from './execute-config.js';
+import type { ObserveConfig } from './observe-config.js';
 import { loadDataFile } from './validate.js';
 import { interpolateEnv } from './interpolate.js';
 import type { UpstreamConfig } from '../upstream/from-config.js';
@@ -67,6 +68,8 @@ export interface HubConfig {
   data_dir?: string;
   /** Bounds on each plugin (src/lua-api/plugin-limits.ts), in the file's snake_case. */
   plugin_limits?: PluginLimitsConfig;
+  /** Metrics, health, audit log and dashboard (src/config/observe-config.ts). */
+  observe?: ObserveConfig;
 }
 
 export function loadConfig(file: string): HubConfig {
@@ -89,5 +92,7 @@ export function loadConfig(file: string): HubConfig {
   if (config.data_dir !== undefined) config.data_dir = resolve(base, config.data_dir);
   if (config.execute && config.execute.root !== undefined)
     config.execute.root = resolve(base, config.execute.root);
+  const audit = config.observe?.audit;
+  if (audit?.to !== undefined && audit.to !== 'stderr') audit.to = resolve(base, audit.to);
   return config;
 }

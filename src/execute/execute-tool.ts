@@ -3,6 +3,7 @@
  * state on a worker thread, seeing exactly the caller's tools, and answers
  * `structuredContent = {result, output}` with the pictures of the result as image items.
  */
+import { context } from '@opentelemetry/api';
 import type { Logger } from '../log.js';
 import { registryCaller } from '../lua-api/tool-caller.js';
 import type { Registry } from '../registry/registry.js';
@@ -65,6 +66,9 @@ export function executeHandler(
         }
       },
     });
+    // observe: inner calls answer worker messages, outside this call's async context; bound to
+    // it, their trace spans nest under this call's (a no-op while tracing is off).
+    caller.call = context.bind(context.active(), caller.call);
     try {
       const outcome = await pool.run({ code, timeoutMs, caller, signal: ctx.signal });
       if (!outcome.ok) {

@@ -17,6 +17,8 @@ export type { ExecuteOptions } from './options.js';
 export interface CodeModeBuiltins {
   /** Terminates the script workers. */
   close(): Promise<void>;
+  /** Scripts running and queued now; undefined when execute is off. */
+  stats(): { running: number; queued: number; workers: number } | undefined;
 }
 
 export function registerCodeMode(
@@ -46,7 +48,7 @@ export function registerCodeMode(
     handler: searchToolsHandler(registry),
   });
   // `enabled: false` (config `execute: false`) leaves out the tool and its workers.
-  if (!opts.enabled) return { close: async () => undefined };
+  if (!opts.enabled) return { close: async () => undefined, stats: () => undefined };
   const pool = new ScriptPool(opts);
   registry.addTool(EXECUTE_OWNER, {
     name: 'execute',
@@ -69,5 +71,5 @@ export function registerCodeMode(
     handler: executeHandler(registry, pool, opts, logger),
   });
   pool.warm();
-  return { close: () => pool.close() };
+  return { close: () => pool.close(), stats: () => pool.stats() };
 }

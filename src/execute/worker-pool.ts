@@ -97,6 +97,15 @@ export class ScriptPool {
     });
   }
 
+  /** Scripts running and waiting now, and the workers (metrics, the dashboard). */
+  stats(): { running: number; queued: number; workers: number } {
+    return {
+      running: this.slots.filter((s) => s.job !== undefined).length,
+      queued: this.queue.length,
+      workers: this.slots.length,
+    };
+  }
+
   /** Starts one worker ahead of the first run, so that run does not wait for a module load. */
   warm(): void {
     if (!this.closed && this.slots.length === 0) this.spawn();

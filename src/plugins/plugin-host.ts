@@ -112,6 +112,21 @@ export class PluginHost {
     return [...this.plugins.values()].map((p) => p.status);
   }
 
+  /** Bytes of Lua memory each loaded plugin's state holds (metrics, the dashboard). */
+  memoryUsage(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [name, p] of this.plugins) if (p.state) out.set(name, p.state.memoryUsed);
+    return out;
+  }
+
+  /** Reloads one plugin from its file now (the dashboard's approve action); false if unknown. */
+  async reload(name: string): Promise<boolean> {
+    const p = this.plugins.get(name);
+    if (p === undefined) return false;
+    await this.enqueue(name, () => this.refresh(p.source.dir, name));
+    return true;
+  }
+
   async stop(): Promise<void> {
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();

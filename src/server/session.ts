@@ -87,6 +87,8 @@ export interface RequestScope {
  */
 export interface SessionLayer {
   readonly size: number;
+  /** How many sessions it holds at most (refusals past it are counted by observe/). */
+  readonly maxSessions: number;
   /** A new session for `principal`, or undefined when none may be made now. */
   create(principal: string | undefined): SessionRecord | undefined;
   /** Looks a session up and marks it active. */

@@ -156,19 +156,25 @@ export class DirectHttp {
     // Params are never empty here (a name or a uri), so `_meta` follows a comma.
     const id = `moonhub-${nextId++}`;
     const name = params[NAME_FIELD[method]];
-    // A caller's own `_meta` members (Botster's context) join the progress token's envelope.
-    let own = '';
-    let sent = params;
-    if (params._meta !== undefined) {
-      const { _meta: meta, ...rest } = params;
-      sent = rest;
-      const inner = JSON.stringify(meta ?? {}).slice(1, -1);
-      if (inner !== '') own = ',' + inner;
+    // A `_meta` of the caller's (Botster's context, the W3C trace context from the observe hook)
+    // joins ours; a traceparent in it also goes out as a header.
+    const extra = params._meta as Record<string, unknown> | undefined;
+    let body: string;
+    let traceHeader: string[] | undefined;
+    if (extra === undefined) {
+      body =
+        `{"jsonrpc":"2.0","id":"${id}","method":"${method}","params":` +
+        JSON.stringify(params).slice(0, -1) +
+        `,"_meta":{"progressToken":"${id}"${this.metaTail}}}`;
+    } else {
+      const { _meta: _extra, ...rest } = params;
+      const more = JSON.stringify(extra).slice(1, -1);
+      body =
+        `{"jsonrpc":"2.0","id":"${id}","method":"${method}","params":` +
+        JSON.stringify(rest).slice(0, -1) +
+        `,"_meta":{"progressToken":"${id}"${more === '' ? '' : ',' + more}${this.metaTail}}}`;
+      if (typeof extra.traceparent === 'string') traceHeader = ['traceparent', extra.traceparent];
     }
-    const body =
-      `{"jsonrpc":"2.0","id":"${id}","method":"${method}","params":` +
-      JSON.stringify(sent).slice(0, -1) +
-      `,"_meta":{"progressToken":"${id}"${own}${this.metaTail}}}`;
     return new Promise((resolve, reject) => {
       const call = new DirectCall(
         this,
@@ -178,6 +184,7 @@ export class DirectHttp {
         this.headersFor(method, typeof name === 'string' ? name : '').concat(
           'content-length',
           String(Buffer.byteLength(body)),
+          ...(traceHeader ?? []),
         ),
         opts,
         resolve,

@@ -22,6 +22,7 @@ import { UpstreamConnection, type ConnectionOptions } from './connection.js';
 import { UpstreamRelay } from './relay.js';
 import { botsterMeta } from './botster-meta.js';
 import { failureResult } from '../registry/registry.js';
+import { upstreamCallHookOf } from './call-hook.js';
 
 export interface ProxyOptions {
   prefix?: string;
@@ -450,10 +451,27 @@ export class UpstreamProxy {
     // The context carries what the call needs: the caller's signal and its peer (progress).
     const tracked = this.relay.track(ctx.peer);
     try {
-      const params: Record<string, unknown> = { name: upstreamName, arguments: input };
-      const meta = this.opts.forwardContext === false ? undefined : botsterMeta(ctx);
-      if (meta !== undefined) params._meta = { botster: meta };
-      const result = await this.connection.call('tools/call', params, ctx, tool?.direct !== false);
+      const botster = this.opts.forwardContext === false ? undefined : botsterMeta(ctx);
+      const call = (meta?: Record<string, string>) => {
+        const all: Record<string, unknown> | undefined =
+          botster === undefined ? meta : { ...meta, botster };
+        return this.connection.call(
+          'tools/call',
+          all === undefined
+            ? { name: upstreamName, arguments: input }
+            : { name: upstreamName, arguments: input, _meta: all },
+          ctx,
+          tool?.direct !== false,
+        );
+      };
+      // observe: metrics and the trace span of the upstream call, when the hub watches them.
+      const hook = upstreamCallHookOf(this.registry);
+      const result = await (hook === undefined
+        ? call()
+        : hook(
+            { url: this.url, owner: this.owner, method: 'tools/call', name: upstreamName },
+            call,
+          ));
       if (tool !== undefined) checkStructured(tool, upstreamName, result);
       return toolResult(result);
     } catch (err) {

@@ -1,0 +1,161 @@
+/**
+ * The call counters and latency histograms, kept as plain numbers on the hot path (one Map hit
+ * and a few increments per call) and turned into Prometheus samples only when scraped. prom-client's
+ * own label children re-hash their labels on every increment, which cost more than the rest of
+ * the observer together under load.
+ */
+import type client from 'prom-client';
+
+export const LATENCY_BUCKETS = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10,
+];
+const OUTCOMES = ['ok', 'tool_error', 'error'] as const;
+export type OutcomeIndex = 0 | 1 | 2;
+
+interface Histogram {
+  labels: Record<string, string>;
+  count: number;
+  sum: number;
+  /** Per bucket (not cumulative), the last one being +Inf. */
+  buckets: number[];
+}
+
+/** The series of one (method, tool, plugin): a count per outcome and its histograms. */
+export interface CallKind {
+  method: string;
+  tool: string;
+  plugin: string;
+  counts: [number, number, number];
+  histograms: [Histogram, Histogram, Histogram];
+  inflight: { value: number };
+}
+
+type Values = { labels: Record<string, string | number>; value: number; metricName?: string }[];
+
+function family(name: string, help: string, type: string, values: () => Values) {
+  return {
+    name,
+    help,
+    type,
+    aggregator: 'sum',
+    get: () => ({ name, help, type, aggregator: 'sum', values: values() }),
+  };
+}
+
+export class CallStats {
+  private readonly kinds = new Map<string, CallKind>();
+  /** method -> tool -> its latest series: the hot path's lookup, no key string built. */
+  private readonly byMethod = new Map<string, Map<string, CallKind>>();
+  private readonly histograms = new Map<string, Histogram>();
+  private readonly inflight = new Map<string, { value: number }>();
+
+  constructor(register: client.Registry) {
+    register.registerMetric(
+      family(
+        'moonhub_mcp_calls_total',
+        'MCP requests answered, by method, tool or prompt, owning plugin and outcome (ok, tool_error, error)',
+        'counter',
+        () =>
+          [...this.kinds.values()].flatMap((k) =>
+            OUTCOMES.map((outcome, i) => ({
+              labels: { method: k.method, tool: k.tool, plugin: k.plugin, outcome },
+              value: k.counts[i]!,
+            })).filter((v) => v.value > 0),
+          ),
+      ) as unknown as client.Metric,
+    );
+    register.registerMetric(
+      family(
+        'moonhub_mcp_call_duration_seconds',
+        'Time to answer an MCP request, by method, owning plugin and outcome',
+        'histogram',
+        () => [...this.histograms.values()].filter((h) => h.count > 0).flatMap(histogramValues),
+      ) as unknown as client.Metric,
+    );
+    register.registerMetric(
+      family('moonhub_mcp_calls_in_flight', 'MCP requests being answered now', 'gauge', () =>
+        [...this.inflight].map(([method, g]) => ({ labels: { method }, value: g.value })),
+      ) as unknown as client.Metric,
+    );
+  }
+
+  private histogram(method: string, plugin: string, outcome: string): Histogram {
+    const key = `${method}\n${plugin}\n${outcome}`;
+    let h = this.histograms.get(key);
+    if (h === undefined) {
+      h = {
+        labels: { method, plugin, outcome },
+        count: 0,
+        sum: 0,
+        buckets: new Array<number>(LATENCY_BUCKETS.length + 1).fill(0),
+      };
+      this.histograms.set(key, h);
+    }
+    return h;
+  }
+
+  /** The series of a call; `plugin` follows from `tool`, unless a reload moved the tool. */
+  kind(method: string, tool: string, plugin: string): CallKind {
+    let byTool = this.byMethod.get(method);
+    if (byTool === undefined) {
+      byTool = new Map();
+      this.byMethod.set(method, byTool);
+    }
+    const hit = byTool.get(tool);
+    if (hit !== undefined && hit.plugin === plugin) return hit;
+    const key = `${method}\n${tool}\n${plugin}`;
+    let k = this.kinds.get(key);
+    if (k === undefined) {
+      let inflight = this.inflight.get(method);
+      if (inflight === undefined) {
+        inflight = { value: 0 };
+        this.inflight.set(method, inflight);
+      }
+      k = {
+        method,
+        tool,
+        plugin,
+        counts: [0, 0, 0],
+        histograms: [
+          this.histogram(method, plugin, 'ok'),
+          this.histogram(method, plugin, 'tool_error'),
+          this.histogram(method, plugin, 'error'),
+        ],
+        inflight,
+      };
+      this.kinds.set(key, k);
+    }
+    byTool.set(tool, k);
+    return k;
+  }
+
+  record(k: CallKind, outcome: OutcomeIndex, seconds: number): void {
+    k.counts[outcome]++;
+    const h = k.histograms[outcome];
+    h.count++;
+    h.sum += seconds;
+    let i = 0;
+    while (i < LATENCY_BUCKETS.length && seconds > LATENCY_BUCKETS[i]!) i++;
+    h.buckets[i]!++;
+  }
+}
+
+function histogramValues(h: Histogram): Values {
+  const out: Values = [];
+  let cumulative = 0;
+  for (let i = 0; i <= LATENCY_BUCKETS.length; i++) {
+    cumulative += h.buckets[i]!;
+    out.push({
+      labels: { ...h.labels, le: i < LATENCY_BUCKETS.length ? LATENCY_BUCKETS[i]! : '+Inf' },
+      value: cumulative,
+      metricName: 'moonhub_mcp_call_duration_seconds_bucket',
+    });
+  }
+  out.push({ labels: h.labels, value: h.sum, metricName: 'moonhub_mcp_call_duration_seconds_sum' });
+  out.push({
+    labels: h.labels,
+    value: h.count,
+    metricName: 'moonhub_mcp_call_duration_seconds_count',
+  });
+  return out;
+}

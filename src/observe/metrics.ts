@@ -1,0 +1,253 @@
+/**
+ * The hub's Prometheus metrics (prom-client, in a registry of its own). Calls are counted by the
+ * call observer as they end; state (plugins, upstreams, sessions, Lua memory) is read when
+ * scraped. Labels are bounded: method names are the protocol's, tool and plugin names are the
+ * registry's (an unknown name counts as "unknown"), upstreams are the plugins' configured ones;
+ * never session ids, principals or arguments.
+ */
+import client from 'prom-client';
+import type { Registry } from '../registry/registry.js';
+import type { CallEnd, CallObserver, CallStart, Outcome } from './call-observer.js';
+import { CallStats, LATENCY_BUCKETS, type OutcomeIndex } from './call-stats.js';
+import type { UpstreamCallHook } from '../upstream/call-hook.js';
+import { redactUrl } from '../upstream/status-redact.js';
+
+/** What metrics read when scraped: the hub's parts, through their status APIs. */
+export interface MetricsSources {
+  registry: Registry;
+  plugins: {
+    status(): { name: string; loaded: boolean; error?: unknown }[];
+    memoryUsage(): Map<string, number>;
+  };
+  upstreams: () => {
+    url: string;
+    owner: string;
+    state: string;
+    connects: number;
+    changed: unknown[];
+  }[];
+  /** `execute` scripts running and queued; undefined without execute. */
+  execute: () => { running: number; queued: number; workers: number } | undefined;
+  /** 2025 HTTP sessions and those with a GET stream open. */
+  legacySessions: () => { sessions: number; streams: number } | undefined;
+}
+
+const METHODS = new Set([
+  'initialize',
+  'ping',
+  'tools/list',
+  'tools/call',
+  'prompts/list',
+  'prompts/get',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'resources/subscribe',
+  'resources/unsubscribe',
+  'completion/complete',
+  'logging/setLevel',
+  'server/discover',
+]);
+const OUTCOME_INDEX: Record<Outcome, OutcomeIndex> = { ok: 0, tool_error: 1, error: 2 };
+
+/** HTTP statuses that mean a limit or a check refused the request, by the limit's name. */
+export const REFUSAL_BY_STATUS: Record<number, string> = {
+  401: 'authentication',
+  403: 'scope',
+  413: 'body_size',
+  429: 'rate',
+  503: 'sessions',
+};
+
+export class HubMetrics {
+  readonly register = new client.Registry();
+  private readonly stats: CallStats;
+  private readonly reloads: client.Counter<'plugin' | 'outcome'>;
+  private readonly refusals: client.Counter<'limit'>;
+  private readonly upstreamCalls: client.Counter<'upstream' | 'outcome'>;
+  private readonly upstreamLatency: client.Histogram<'upstream'>;
+
+  constructor(private readonly src: MetricsSources) {
+    const register = this.register;
+    const r = { registers: [register] };
+    client.collectDefaultMetrics({ register, prefix: 'moonhub_' });
+    this.stats = new CallStats(register);
+    this.reloads = new client.Counter({
+      name: 'moonhub_plugin_loads_total',
+      help: 'Plugin loads and reloads by outcome (loaded, failed)',
+      labelNames: ['plugin', 'outcome'],
+      ...r,
+    });
+    this.refusals = new client.Counter({
+      name: 'moonhub_limit_refusals_total',
+      help: 'Requests refused by a limit or check, by limit (authentication, scope, body_size, rate, sessions, ...)',
+      labelNames: ['limit'],
+      ...r,
+    });
+    this.upstreamCalls = new client.Counter({
+      name: 'moonhub_upstream_calls_total',
+      help: 'Proxied calls to upstream MCP servers by outcome (ok, tool_error, error)',
+      labelNames: ['upstream', 'outcome'],
+      ...r,
+    });
+    this.upstreamLatency = new client.Histogram({
+      name: 'moonhub_upstream_call_duration_seconds',
+      help: 'Time of a proxied call to an upstream',
+      labelNames: ['upstream'],
+      buckets: LATENCY_BUCKETS,
+      ...r,
+    });
+    this.stateGauges(r);
+  }
+
+  /** Gauges read at scrape time from the hub's status APIs. */
+  private stateGauges(r: { registers: client.Registry[] }): void {
+    const src = this.src;
+    new client.Gauge({
+      name: 'moonhub_plugin_up',
+      help: '1 when the plugin is loaded, 0 when its last load failed',
+      labelNames: ['plugin'],
+      ...r,
+      collect() {
+        this.reset();
+        for (const p of src.plugins.status()) this.set({ plugin: p.name }, p.loaded ? 1 : 0);
+      },
+    });
+    new client.Gauge({
+      name: 'moonhub_plugin_lua_memory_bytes',
+      help: "Memory held by each plugin's Lua state",
+      labelNames: ['plugin'],
+      ...r,
+      collect() {
+        this.reset();
+        for (const [plugin, bytes] of src.plugins.memoryUsage()) this.set({ plugin }, bytes);
+      },
+    });
+    new client.Gauge({
+      name: 'moonhub_registry_entries',
+      help: 'Tools, prompts and resources the hub serves',
+      labelNames: ['kind'],
+      ...r,
+      collect() {
+        this.set({ kind: 'tools' }, src.registry.countTools());
+        this.set({ kind: 'prompts' }, src.registry.countPrompts());
+        this.set({ kind: 'resources' }, src.registry.countResources());
+      },
+    });
+    const upstreamGauge = (name: string, help: string, read: (u: UpstreamRow) => number) =>
+      new client.Gauge({
+        name,
+        help,
+        labelNames: ['upstream', 'plugin'],
+        ...r,
+        collect() {
+          this.reset();
+          for (const u of src.upstreams())
+            this.set({ upstream: redactUrl(u.url), plugin: u.owner }, read(u));
+        },
+      });
+    upstreamGauge('moonhub_upstream_up', '1 while the upstream is connected', (u) =>
+      u.state === 'connected' ? 1 : 0,
+    );
+    upstreamGauge(
+      'moonhub_upstream_connects',
+      'Connections made to the upstream so far (more than 1: reconnects)',
+      (u) => u.connects,
+    );
+    upstreamGauge(
+      'moonhub_upstream_drifted_tools',
+      'Imported tools whose upstream definition changed since approval',
+      (u) => u.changed.length,
+    );
+    new client.Gauge({
+      name: 'moonhub_execute_scripts',
+      help: 'execute scripts by state: running, queued (waiting for a worker), workers',
+      labelNames: ['state'],
+      ...r,
+      collect() {
+        const e = src.execute();
+        if (e === undefined) return;
+        this.set({ state: 'running' }, e.running);
+        this.set({ state: 'queued' }, e.queued);
+        this.set({ state: 'workers' }, e.workers);
+      },
+    });
+    new client.Gauge({
+      name: 'moonhub_sessions',
+      help: 'Open MCP sessions by protocol era (2026-07-28 requests are stateless: none)',
+      labelNames: ['era'],
+      ...r,
+      collect() {
+        this.set({ era: 'legacy' }, src.legacySessions()?.sessions ?? 0);
+      },
+    });
+    new client.Gauge({
+      name: 'moonhub_streams',
+      help: 'Open server-to-client event streams of 2025 sessions (GET)',
+      labelNames: ['era'],
+      ...r,
+      collect() {
+        this.set({ era: 'legacy' }, src.legacySessions()?.streams ?? 0);
+      },
+    });
+  }
+
+  /** The call observer feeding the call counters and histograms. */
+  readonly observer: CallObserver = {
+    start: (call: CallStart) => {
+      const method = METHODS.has(call.method) ? call.method : 'other';
+      let tool = '';
+      let plugin = '';
+      if (call.name !== undefined && (method === 'tools/call' || method === 'prompts/get')) {
+        const entry =
+          method === 'tools/call'
+            ? this.src.registry.getTool(call.name)
+            : this.src.registry.getPromptEntry(call.name);
+        tool = entry === undefined ? 'unknown' : call.name;
+        plugin = entry?.owner ?? '';
+      }
+      const kind = this.stats.kind(method, tool, plugin);
+      kind.inflight.value++;
+      return (end: CallEnd) => {
+        kind.inflight.value--;
+        this.stats.record(kind, OUTCOME_INDEX[end.outcome], end.durationMs / 1000);
+      };
+    },
+  };
+
+  pluginEvent(e: { type: string; name: string }): void {
+    if (e.type === 'loaded' || e.type === 'failed')
+      this.reloads.inc({ plugin: e.name, outcome: e.type });
+  }
+
+  refused(limit: string): void {
+    this.refusals.inc({ limit });
+  }
+
+  /** Wraps the upstream call hook: counts and times each proxied call. */
+  upstreamHook(next: UpstreamCallHook | undefined): UpstreamCallHook {
+    return async (info, run) => {
+      const upstream = redactUrl(info.url);
+      const t0 = performance.now();
+      let outcome = 'error';
+      try {
+        const result = await (next === undefined ? run(undefined) : next(info, run));
+        outcome = (result as { isError?: boolean })?.isError === true ? 'tool_error' : 'ok';
+        return result;
+      } finally {
+        this.upstreamCalls.inc({ upstream, outcome });
+        this.upstreamLatency.observe({ upstream }, (performance.now() - t0) / 1000);
+      }
+    };
+  }
+
+  text(): Promise<string> {
+    return this.register.metrics();
+  }
+
+  get contentType(): string {
+    return this.register.contentType;
+  }
+}
+
+type UpstreamRow = ReturnType<MetricsSources['upstreams']>[number];

@@ -1,0 +1,245 @@
+/**
+ * Everything an operator watches, put together for `serve`: metrics, traces (OTEL_*), the audit
+ * log, health checks, live calls and the dashboard. It hands the transports their observed
+ * dispatcher and the extra HTTP routes, so the server modules need no change: `http()` and
+ * `stdio()` take the options a transport would get and return them with those two added.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../log.js';
+import type { Hub } from '../hub.js';
+import type { Access } from '../access.js';
+import type { Settings } from '../config/settings.js';
+import { observeSettingsOf } from '../config/observe-config.js';
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  createMcpDispatcher,
+  createRequestGuard,
+  type AuthVerdict,
+  type HttpServerOptions,
+  type OriginPolicy,
+  type StdioOptions,
+} from '../server/index.js';
+import { upstreamsOf } from '../upstream/manager.js';
+import { redactUrl } from '../upstream/status-redact.js';
+import { setUpstreamCallHook, type UpstreamCallHook } from '../upstream/call-hook.js';
+import {
+  observeDispatcher,
+  type CallObserver,
+  type RequestTracer,
+  type Transport,
+} from './call-observer.js';
+import { HubMetrics, REFUSAL_BY_STATUS } from './metrics.js';
+import { AuditLog } from './audit.js';
+import { LiveCalls } from './live-calls.js';
+import { tracingWanted } from './otel-env.js';
+import { operatorRoutes, startMetricsServer, type Route } from './operator-routes.js';
+import { dashboardApi } from '../dashboard/dashboard-api.js';
+import { dashboardPage } from '../dashboard/static-files.js';
+
+export interface OperationsOptions {
+  hub: Hub;
+  access: Access;
+  settings: Settings;
+  logger: Logger;
+  originPolicy: OriginPolicy;
+  /** `--audit FILE|stderr`, over the config's `observe.audit.to`. */
+  audit?: string;
+}
+
+export interface Operations {
+  http<T extends HttpServerOptions>(opts: T): T;
+  stdio<T extends StdioOptions>(opts: T): T;
+  /** The separate metrics address's URL, when configured. */
+  metricsUrl: string | undefined;
+  close(): Promise<void>;
+}
+
+export async function startOperations(o: OperationsOptions): Promise<Operations> {
+  const { hub, access, settings, logger } = o;
+  const cfg = observeSettingsOf(settings.config.observe, o.audit);
+  const registry = hub.registry;
+  const upstreams = () => upstreamsOf(registry).status();
+  const identityOf = (p: string) => access.identityOf(p);
+  const observers: CallObserver[] = [];
+  const closers: (() => unknown)[] = [];
+
+  const metrics = cfg.metrics
+    ? new HubMetrics({
+        registry,
+        plugins: hub.plugins,
+        upstreams,
+        execute: () => hub.executeStats(),
+        legacySessions: () => {
+          const sessions = access.httpHandler()?.sessions;
+          if (sessions === undefined) return undefined;
+          let streams = 0;
+          for (const s of sessions.values())
+            if (s.stream !== undefined && !s.stream.closed) streams++;
+          return { sessions: sessions.size, streams };
+        },
+      })
+    : undefined;
+  if (metrics !== undefined) {
+    observers.push(metrics.observer);
+    // The loads before serving count too; later ones arrive as events.
+    for (const p of hub.plugins.status())
+      metrics.pluginEvent({ type: p.loaded ? 'loaded' : 'failed', name: p.name });
+    closers.push(hub.plugins.onEvent((e) => metrics.pluginEvent(e)));
+  }
+
+  let tracer: RequestTracer | undefined;
+  if (tracingWanted()) {
+    // Loaded only when asked for: with tracing off no OpenTelemetry code runs at all.
+    const { startTracing } = await import('./tracing.js');
+    tracer = startTracing();
+    tracer?.instrument(registry);
+    closers.push(() => tracer?.shutdown());
+    logger.info('tracing on: spans go to the OTLP endpoint of the OTEL_* variables');
+  }
+  let hook: UpstreamCallHook | undefined;
+  if (tracer !== undefined) hook = tracer.upstreamHook(hook);
+  if (metrics !== undefined) hook = metrics.upstreamHook(hook);
+  setUpstreamCallHook(registry, hook);
+
+  if (cfg.auditTo !== undefined) {
+    const audit = new AuditLog({
+      to: cfg.auditTo,
+      includeArguments: cfg.auditArguments,
+      identityOf,
+      upstreamOf: (tool) => {
+        const owner = registry.getTool(tool)?.owner;
+        const u = upstreams().find((p) => p.owner === owner && tool.startsWith(p.prefix));
+        return u === undefined ? undefined : redactUrl(u.url);
+      },
+    });
+    observers.push(audit.observer);
+    closers.push(() => audit.close());
+  }
+
+  const live = new LiveCalls({ keep: cfg.keepCalls, maxViewers: cfg.maxStreams, identityOf });
+  if (cfg.dashboard) observers.push(live.observer);
+  closers.push(() => live.close());
+
+  const requestGuard = createRequestGuard(o.originPolicy);
+  const guard = (req: IncomingMessage) => requestGuard(req.headers);
+  const isAdminToken = (t: string) => access.isAdminToken(t);
+  const health = {
+    plugins: () => hub.plugins.status(),
+    upstreams,
+    requirePlugins: cfg.requirePlugins,
+    requiredUpstreams: cfg.requiredUpstreams,
+  };
+  let metricsUrl: string | undefined;
+  const routes: Route[] = [];
+  if (cfg.metricsListen !== undefined) {
+    const server = await startMetricsServer(
+      operatorRoutes({ metrics, health }),
+      cfg.metricsListen.host,
+      cfg.metricsListen.port,
+    );
+    metricsUrl = server.url;
+    closers.push(() => server.close());
+    routes.push(operatorRoutes({ metrics: undefined, health }));
+  } else {
+    routes.push(operatorRoutes({ metrics, health, isAdminToken, guard }));
+  }
+  if (cfg.dashboard) {
+    routes.push(
+      dashboardApi({
+        registry,
+        plugins: hub.plugins,
+        pluginDirs: settings.dirs,
+        upstreams,
+        sessions: () => access.sessionList(),
+        viewOf: (p) => access.views.filterFor(p),
+        live,
+        isAdminToken,
+        guard,
+        authMode: settings.authMode,
+        refused: metrics === undefined ? undefined : (l) => metrics.refused(l),
+      }),
+      dashboardPage(cfg.dashboardPath),
+    );
+  }
+
+  const wrap = (transport: Transport, d: ReturnType<typeof createMcpDispatcher>) =>
+    observeDispatcher(d, transport, observers, tracer);
+  return {
+    http(opts) {
+      const other = opts.otherRoutes;
+      const tracing = tracer;
+      const refusals = metrics === undefined ? undefined : refusalCounter(metrics, access, opts);
+      const mcpPath = opts.path ?? '/mcp';
+      return {
+        ...opts,
+        dispatcher: wrap('http', opts.dispatcher ?? createMcpDispatcher(registry, opts)),
+        authenticate: refusals?.authenticate ?? opts.authenticate,
+        otherRoutes: (req, res) => {
+          tracing?.bindHttp(req);
+          refusals?.watch(req, res);
+          // The MCP endpoint is none of the operator's routes: skip them on the hot path.
+          if (req.url === mcpPath) return other?.(req, res) ?? false;
+          try {
+            for (const r of routes) if (r(req, res)) return true;
+          } catch (err) {
+            // A failing operator route must not take the hub down with it.
+            logger.error({ err, url: req.url }, 'operator route failed');
+            if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/json' });
+            res.end('{"error":"internal error"}');
+            return true;
+          }
+          return other?.(req, res) ?? false;
+        },
+      };
+    },
+    stdio(opts) {
+      return {
+        ...opts,
+        dispatcher: wrap('stdio', opts.dispatcher ?? createMcpDispatcher(registry, opts)),
+      };
+    },
+    metricsUrl,
+    async close() {
+      setUpstreamCallHook(registry, undefined);
+      for (const c of closers.reverse()) await c();
+    },
+  };
+}
+
+/**
+ * Counts the HTTP refusals that never reach the dispatcher, by limit, without a listener on
+ * every response: failed authentication through the authenticate hook, and a 'finish' listener
+ * only on requests that may be refused for their size or for the sessions' bound.
+ */
+function refusalCounter(metrics: HubMetrics, access: Access, opts: HttpServerOptions) {
+  const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const auth = opts.authenticate;
+  const counted = (v: AuthVerdict): AuthVerdict => {
+    if (!v.ok) metrics.refused(REFUSAL_BY_STATUS[v.status] ?? 'authentication');
+    return v;
+  };
+  const onFinish = function (this: ServerResponse) {
+    const limit = REFUSAL_BY_STATUS[this.statusCode];
+    if (limit !== undefined && limit !== 'authentication') metrics.refused(limit);
+  };
+  return {
+    authenticate:
+      auth === undefined
+        ? undefined
+        : (req: IncomingMessage) => {
+            const v = auth(req);
+            return v instanceof Promise ? v.then(counted) : counted(v);
+          },
+    watch(req: IncomingMessage, res: ServerResponse): void {
+      if (req.method !== 'POST') return;
+      const length = req.headers['content-length'];
+      const sessions = access.httpHandler()?.sessions;
+      if (
+        length === undefined ||
+        Number(length) > maxBody ||
+        (sessions !== undefined && sessions.size >= sessions.maxSessions)
+      )
+        res.once('finish', onFinish);
+    },
+  };
+}

@@ -1,0 +1,44 @@
+/**
+ * Helpers for the operations tests: an admin token for a hub's data folder, a /metrics scrape
+ * and a reader for one sample of the Prometheus text format.
+ */
+import { moonhubCli } from './auth-hub.js';
+
+export function adminToken(dataDir: string, extra: string[] = []): string {
+  const r = moonhubCli(['session', 'create', '--admin', '--data', dataDir, ...extra]);
+  if (r.status !== 0) throw new Error(`session create --admin failed: ${r.stderr}`);
+  return (JSON.parse(r.stdout) as { token: string }).token;
+}
+
+/** The hub's base URL (no /mcp). */
+export function baseOf(mcpUrl: string): string {
+  return mcpUrl.replace(/\/mcp$/, '');
+}
+
+export async function scrape(base: string, token: string | undefined): Promise<string> {
+  await new Promise((r) => setImmediate(r));
+  const res = await fetch(`${base}/metrics`, {
+    headers: token === undefined ? {} : { Authorization: `Bearer ${token}` },
+  });
+  if (res.status !== 200) throw new Error(`/metrics answered ${res.status}: ${await res.text()}`);
+  return res.text();
+}
+
+/** The value of the sample `name{labels}` (labels matched as a subset), or 0 when absent. */
+export function sample(text: string, name: string, labels: Record<string, string> = {}): number {
+  let total = 0;
+  let found = false;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$/.exec(line);
+    if (m === null || m[1] !== name) continue;
+    const have = new Map<string, string>();
+    for (const l of (m[3] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
+      have.set(l[1]!, l[2]!);
+    if (Object.entries(labels).every(([k, v]) => have.get(k) === v)) {
+      total += Number(m[4]);
+      found = true;
+    }
+  }
+  return found ? total : 0;
+}
