@@ -18,6 +18,7 @@ export interface ExecuteConfig {
   workers?: number;
   max_queued?: number;
   grace_ms?: number;
+  cleanup_ms?: number;
   /** Absolute once loaded (relative to the config file in the file). */
   root?: string;
 }
@@ -34,6 +35,7 @@ const KEYS: Record<keyof Omit<ExecuteConfig, 'enabled'>, keyof ExecuteOptions> =
   workers: 'workers',
   max_queued: 'maxQueued',
   grace_ms: 'graceMs',
+  cleanup_ms: 'cleanupMs',
   root: 'root',
 };
 
