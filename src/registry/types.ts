@@ -175,6 +175,8 @@ export interface PromptSpec {
   arguments: PromptArgument[];
   icons?: unknown[];
   handler: PromptHandler;
+  /** Wall-clock limit of one call; the handler's owner enforces it. */
+  timeoutMs?: number;
   /** Answers `completion/complete` for this prompt's arguments. */
   complete?: CompleteHandler;
 }
@@ -218,6 +220,8 @@ export interface ResourceSpec {
   mimeType?: string;
   icons?: unknown[];
   handler: ResourceHandler;
+  /** Wall-clock limit of one read; the handler's owner enforces it. */
+  timeoutMs?: number;
   /** Answers `completion/complete` for this template's variables. */
   complete?: CompleteHandler;
 }
