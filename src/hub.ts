@@ -4,7 +4,7 @@
  */
 import type { Logger } from './log.js';
 import { Registry } from './registry/registry.js';
-import { PluginHost } from './plugins/plugin-host.js';
+import { PluginHost, type PluginIsolation } from './plugins/plugin-host.js';
 import { registerCodeMode, type ExecuteOptions } from './execute/index.js';
 import type { SessionViews } from './lua-api/index.js';
 import { registerHubStatus } from './upstream/hub-status.js';
@@ -20,6 +20,9 @@ export interface HubOptions {
   execute?: ExecuteOptions | false;
   /** Sessions' views, for `mcp.list_tools(session_uuid)`. */
   sessionViews?: SessionViews;
+  /** Where plugins run (default 'worker') and the grace of their hard stop (default 500 ms). */
+  isolation?: PluginIsolation;
+  hardStopGraceMs?: number;
 }
 
 export interface Hub {
@@ -37,6 +40,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     watch: opts.watch,
     memoryLimit: opts.memoryLimit,
     sessionViews: opts.sessionViews,
+    isolation: opts.isolation,
+    hardStopGraceMs: opts.hardStopGraceMs,
   });
   registerHubStatus(registry, plugins, opts.pluginDirs);
   await plugins.start();

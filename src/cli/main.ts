@@ -70,6 +70,8 @@ async function serve(flags: ServeFlags): Promise<void> {
     logger,
     watch: flags.watch,
     execute: s.execute,
+    isolation: s.isolation.mode,
+    hardStopGraceMs: s.isolation.graceMs,
     sessionViews: (uuid) => (access === undefined ? null : access.viewOfSession(uuid)),
   });
   // A hub bound to a named address must accept that name in Host (DNS-rebinding check).
@@ -146,6 +148,8 @@ async function run(file: string, flags: RunFlags): Promise<void> {
     logger,
     watch: false,
     execute: false,
+    isolation: s.isolation.mode,
+    hardStopGraceMs: s.isolation.graceMs,
   });
   try {
     const value = await runScript(hub, {

@@ -44,7 +44,13 @@ export interface HubConfig {
   hub_id?: string;
   public_url?: string;
   listen?: { host?: string; port?: number };
-  plugins?: { dirs?: string[] };
+  plugins?: {
+    dirs?: string[];
+    /** 'worker' (default): each plugin on a worker thread the hub can stop; 'none': on its thread. */
+    isolation?: 'worker' | 'none';
+    /** How long past its limit a plugin call may run before its worker is terminated (ms). */
+    hard_stop_grace_ms?: number;
+  };
   targets?: Record<string, TargetConfig>;
   agents?: Record<string, AgentConfig>;
   auth?: AuthConfig;

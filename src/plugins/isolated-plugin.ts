@@ -16,7 +16,8 @@ import { RegistryError } from '../registry/errors.js';
 import type { Registry } from '../registry/registry.js';
 import type { CallContext, OwnerFilter } from '../registry/types.js';
 import type { PluginSource } from './discover.js';
-import { mirrorEntry } from './mirror.js';
+import { HubAnswers } from './hub-answers.js';
+import { isMirrored, mirrorEntry } from './mirror.js';
 import type {
   EntryKindName,
   FromWorker,
@@ -68,13 +69,47 @@ export class IsolatedPlugin {
   private generation = 0;
   private ready!: Promise<void>;
   private phase: 'loading' | 'ready' | 'retired' | 'closed' | 'dead' = 'loading';
+  private activated = false;
   private readonly log: Logger;
+  private readonly answers: HubAnswers;
+  /** Proxy callbacks sent to the worker, by id. */
+  private readonly callbacks = new Map<number, Pick<Pending, 'resolve' | 'reject' | 'timer'>>();
 
   private constructor(private readonly opts: IsolatedPluginOptions) {
     this.log = opts.logger;
+    this.answers = new HubAnswers({
+      registry: opts.registry,
+      owner: opts.source.name,
+      logger: opts.logger,
+      sessionViews: opts.sessionViews,
+      declaredBy: this,
+      live: (id) => this.calls.get(id)?.ctx,
+      finished: (id) => this.finished.get(id),
+      callback: (url, which, args) => this.callback(url, which, args),
+    });
   }
 
-  /** Starts the worker and loads the plugin; rejects with the load error (nothing registered). */
+  /** Runs a proxy's Lua callback in the worker, within the default handler limit plus grace. */
+  private callback(url: string, which: 'transform' | 'auth', args: unknown[]): Promise<unknown> {
+    const id = nextCall++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.callbacks.delete(id);
+        reject(
+          new Error(
+            `timeout: the plugin's ${which === 'auth' ? 'on_auth_error' : 'transform_arguments'} did not answer`,
+          ),
+        );
+      }, DEFAULT_TIMEOUT_MS + this.opts.graceMs);
+      this.callbacks.set(id, { resolve, reject, timer });
+      this.post({ type: 'callback', id, url, which, args });
+    });
+  }
+
+  /**
+   * Starts the worker and loads the plugin; rejects with the load error. Nothing reaches the
+   * registry until activate(), so plugins may load at once and still register in their order.
+   */
   static async start(opts: IsolatedPluginOptions): Promise<IsolatedPlugin> {
     const p = new IsolatedPlugin(opts);
     p.spawn();
@@ -82,9 +117,18 @@ export class IsolatedPlugin {
       await p.ready;
     } catch (err) {
       p.close();
-      throw err;
+      // The host settles the proxies the failed load declared.
+      throw Object.assign(err as Error, { plugin: p });
     }
     return p;
+  }
+
+  /** Puts what the plugin registered into the registry (one batch) and lets calls in. */
+  activate(): void {
+    if (this.activated) return;
+    this.activated = true;
+    this.applyHeld();
+    this.phase = 'ready';
   }
 
   get activeCalls(): number {
@@ -145,7 +189,7 @@ export class IsolatedPlugin {
     port1.on('message', (req: SyncRequest) => {
       let answer: { ok: boolean; value?: unknown; error?: string };
       try {
-        answer = { ok: true, value: this.answerSync(req) };
+        answer = { ok: true, value: this.answers.answerSync(req) };
       } catch (err) {
         answer = { ok: false, error: (err as Error).message };
       }
@@ -169,8 +213,10 @@ export class IsolatedPlugin {
         if (gen !== this.generation) return;
         if (msg.type === 'loaded') {
           clearTimeout(timer);
-          this.applyHeld();
-          if (this.phase === 'loading' || this.phase === 'dead') this.phase = 'ready';
+          if (this.activated) {
+            this.applyHeld();
+            if (this.phase === 'loading' || this.phase === 'dead') this.phase = 'ready';
+          }
           resolve();
         } else if (msg.type === 'failed') {
           clearTimeout(timer);
@@ -343,6 +389,15 @@ export class IsolatedPlugin {
       }
       case 'request':
         return void this.answerAsync(msg);
+      case 'callback-done': {
+        const c = this.callbacks.get(msg.id);
+        if (!c) return;
+        this.callbacks.delete(msg.id);
+        clearTimeout(c.timer);
+        if (msg.ok) c.resolve(msg.value);
+        else c.reject(new Error(msg.error));
+        return;
+      }
     }
   }
 
@@ -366,7 +421,14 @@ export class IsolatedPlugin {
     const { registry, source } = this.opts;
     registry.beginBatch();
     try {
-      registry.reset(source.name);
+      // The previous generation's entries go; the proxies' (kept on this thread) stay.
+      const before = registry.snapshotOwner(source.name);
+      for (const slot of before.tools)
+        if (isMirrored(slot.entry.handler)) registry.removeTool(slot.entry.name, source.name);
+      for (const p of before.prompts)
+        if (isMirrored(p.handler)) registry.removePrompt(p.name, source.name);
+      for (const r of before.resources)
+        if (isMirrored(r.handler)) registry.removeResource(r.uriTemplate, source.name);
       for (const msg of held) this.apply(msg);
     } finally {
       registry.endBatch();
@@ -396,100 +458,17 @@ export class IsolatedPlugin {
     }
   }
 
-  /** The context and view a call from the worker acts with. */
-  private actingFor(
-    origin: Origin,
-    given: CallContext | undefined,
-  ): { ctx: CallContext; view: OwnerFilter } {
-    const base: CallContext = { ...(given ?? {}), hub_id: this.opts.registry.hubId };
-    if (origin.call !== undefined) {
-      const outer = this.calls.get(origin.call)?.ctx ?? this.finished.get(origin.call);
-      // Never wider than the caller: a call whose caller is forgotten is refused.
-      if (!outer) throw new Error('the call this code acts for has ended');
-      if (outer.peer !== undefined) base.peer = outer.peer;
-      if (outer.filter !== undefined) base.filter = outer.filter;
-      const live = this.calls.get(origin.call);
-      if (live)
-        Object.defineProperty(base, 'signal', { get: () => live.ctx.signal, enumerable: true });
-      return { ctx: base, view: outer.filter };
-    }
-    if (origin.session !== undefined) {
-      const view = this.opts.sessionViews?.(origin.session);
-      if (view === null) throw new Error('unknown session');
-      if (view !== undefined) base.filter = view;
-      return { ctx: base, view };
-    }
-    return { ctx: base, view: undefined };
-  }
-
-  private answerSync(req: SyncRequest): unknown {
-    const { registry } = this.opts;
-    if (req.op === 'sessionView') {
-      const view = this.opts.sessionViews?.(String(req.args[0]));
-      return view === null || this.opts.sessionViews === undefined
-        ? 'none'
-        : view === undefined
-          ? 'all'
-          : 'view';
-    }
-    if (req.op === 'progress' || req.op === 'pollLater') {
-      const peer = this.calls.get(req.origin.call ?? -1)?.ctx.peer;
-      if (req.op === 'pollLater') return peer?.pollLater?.(Number(req.args[0])) ?? false;
-      const [p, total, message] = req.args as [number, number | undefined, string | undefined];
-      return peer?.progress(p, total, message) ?? false;
-    }
-    const { view } = this.actingFor(req.origin, undefined);
-    switch (req.op) {
-      case 'listTools':
-        return registry.listTools(view);
-      case 'countTools':
-        return registry.countTools(view);
-      case 'listPrompts':
-        return registry.listPrompts(view);
-      case 'countPrompts':
-        return registry.countPrompts(view);
-      case 'listResources':
-        return registry.listResources(view);
-      case 'listResourceTemplates':
-        return registry.listResourceTemplates(view);
-      case 'countResources':
-        return registry.countResources(view);
-    }
-  }
-
   private async answerAsync(msg: Extract<FromWorker, { type: 'request' }>): Promise<void> {
     const gen = this.generation;
     let answer: ToWorker;
     try {
-      const value = await this.request(msg);
+      const value = await this.answers.request(msg);
       answer = { type: 'answer', id: msg.id, ok: true, value };
     } catch (err) {
       const e = err as Error & { code?: string };
       answer = { type: 'answer', id: msg.id, ok: false, error: e.message, code: e.code };
     }
     if (gen === this.generation) this.post(answer);
-  }
-
-  private request(msg: Extract<FromWorker, { type: 'request' }>): Promise<unknown> {
-    const { registry } = this.opts;
-    if (msg.op === 'peerRequest') {
-      const peer = this.calls.get(msg.origin.call ?? -1)?.ctx.peer;
-      if (!peer) return Promise.reject(new Error('the call has no client to ask'));
-      const [method, params, opts] = msg.args as Parameters<
-        NonNullable<CallContext['peer']>['request']
-      >;
-      return peer.request(method, params, opts);
-    }
-    const { ctx, view } = this.actingFor(msg.origin, msg.ctx as CallContext | undefined);
-    const [a, b] = msg.args;
-    switch (msg.op) {
-      case 'callTool':
-        return registry.callTool(String(a), b as Record<string, unknown>, ctx, view);
-      case 'getPrompt':
-        return registry.getPrompt(String(a), b as Record<string, string>, ctx, view);
-      case 'readResource':
-        return registry.readResource(String(a), ctx, view);
-    }
   }
 }
 

@@ -15,6 +15,18 @@ import type {
 import type { IsolatedPlugin } from './isolated-plugin.js';
 import type { EntryKindName } from './worker-protocol.js';
 
+const mirrored = new WeakSet<object>();
+
+/** Whether a registry entry's handler is a plugin worker's (not, say, a proxy's on this thread). */
+export function isMirrored(handler: object): boolean {
+  return mirrored.has(handler);
+}
+
+function mark<T extends object>(handler: T): T {
+  mirrored.add(handler);
+  return handler;
+}
+
 export function mirrorEntry(
   registry: Registry,
   plugin: IsolatedPlugin,
@@ -28,8 +40,9 @@ export function mirrorEntry(
     const name = String(spec.name);
     registry.addTool(owner, {
       ...(spec as unknown as ToolSpec),
-      handler: (args, ctx) =>
-        plugin.invoke('tool', name, args, ctx, timeoutMs) as Promise<ToolResult>,
+      handler: mark(
+        (args, ctx) => plugin.invoke('tool', name, args, ctx, timeoutMs) as Promise<ToolResult>,
+      ),
     });
     return;
   }
@@ -49,21 +62,24 @@ export function mirrorEntry(
     registry.addPrompt(owner, {
       ...(spec as unknown as PromptSpec),
       complete,
-      handler: (args, ctx) =>
-        plugin.invoke('prompt', key, args, ctx, timeoutMs) as Promise<PromptResult>,
+      handler: mark(
+        (args, ctx) => plugin.invoke('prompt', key, args, ctx, timeoutMs) as Promise<PromptResult>,
+      ),
     });
     return;
   }
   registry.addResource(owner, {
     ...(spec as unknown as ResourceSpec),
     complete,
-    handler: (uri, params, ctx) =>
-      plugin.invoke(
-        'resource',
-        key,
-        { uri, params },
-        ctx,
-        timeoutMs,
-      ) as Promise<ResourceReadResult>,
+    handler: mark(
+      (uri, params, ctx) =>
+        plugin.invoke(
+          'resource',
+          key,
+          { uri, params },
+          ctx,
+          timeoutMs,
+        ) as Promise<ResourceReadResult>,
+    ),
   });
 }

@@ -107,8 +107,13 @@ export class PluginHost {
         sources.push(s);
       }
     }
+    // Isolated plugins boot their workers all at once, then register in this order.
+    const starting = new Map(
+      this.isolated ? sources.map((s) => [s.name, this.startIsolated(s)] as const) : [],
+    );
+    for (const p of starting.values()) p.catch(() => undefined);
     await this.opts.registry.batch(async () => {
-      for (const s of sources) await this.enqueue(s.name, () => this.load(s));
+      for (const s of sources) await this.enqueue(s.name, () => this.load(s, starting.get(s.name)));
     });
     if (this.opts.watch !== false) await this.startWatching();
   }
@@ -139,8 +144,12 @@ export class PluginHost {
     return next;
   }
 
-  private async load(source: PluginSource): Promise<void> {
-    if ((this.opts.isolation ?? 'worker') === 'worker') return this.loadIsolated(source);
+  private get isolated(): boolean {
+    return (this.opts.isolation ?? 'worker') === 'worker';
+  }
+
+  private async load(source: PluginSource, started?: Promise<IsolatedPlugin>): Promise<void> {
+    if (this.isolated) return this.loadIsolated(source, started ?? this.startIsolated(source));
     const { registry, logger } = this.opts;
     const log = logger.child({ plugin: source.name });
     const previous = this.plugins.get(source.name);
@@ -186,28 +195,37 @@ export class PluginHost {
    * its top level has finished, in one batch replacing the previous generation's, so a reload
    * never leaves a window without the plugin's tools and a failed one changes nothing.
    */
-  private async loadIsolated(source: PluginSource): Promise<void> {
+  private async loadIsolated(
+    source: PluginSource,
+    started: Promise<IsolatedPlugin>,
+  ): Promise<void> {
     const previous = this.plugins.get(source.name);
-    const log = this.opts.logger.child({ plugin: source.name });
     try {
-      const code = await readFile(source.entry);
-      const plugin = await IsolatedPlugin.start({
-        registry: this.opts.registry,
-        source,
-        code,
-        chunkname: `@${chunkName(source.entry)}`,
-        logger: log,
-        memoryLimit: this.opts.memoryLimit,
-        loadTimeoutMs: this.opts.loadTimeoutMs ?? 10_000,
-        graceMs: this.opts.hardStopGraceMs ?? 500,
-        sessionViews: this.opts.sessionViews,
-      });
-      // Proxies of a previous generation that ran on this thread are closed here.
-      void settleUpstreams(this.opts.registry, source.name, undefined);
+      const plugin = await started;
+      plugin.activate();
+      // The proxies this generation did not declare again are closed.
+      void settleUpstreams(this.opts.registry, source.name, plugin);
       this.loaded(source, plugin, previous);
     } catch (err) {
+      const failedBy = (err as { plugin?: object }).plugin;
+      if (failedBy)
+        void settleUpstreams(this.opts.registry, source.name, previous?.state, failedBy);
       this.failed(source, err, previous);
     }
+  }
+
+  private async startIsolated(source: PluginSource): Promise<IsolatedPlugin> {
+    return IsolatedPlugin.start({
+      registry: this.opts.registry,
+      source,
+      code: await readFile(source.entry),
+      chunkname: `@${chunkName(source.entry)}`,
+      logger: this.opts.logger.child({ plugin: source.name }),
+      memoryLimit: this.opts.memoryLimit,
+      loadTimeoutMs: this.opts.loadTimeoutMs ?? 10_000,
+      graceMs: this.opts.hardStopGraceMs ?? 500,
+      sessionViews: this.opts.sessionViews,
+    });
   }
 
   private loaded(

@@ -9,7 +9,8 @@ import { createLogger } from '../log.js';
 import { LuaError } from '../lua/errors.js';
 import { LuaState } from '../lua/state.js';
 import { installApi, endForgottenBatches, settleUpstreams } from '../lua-api/index.js';
-import { upstreamsOf } from '../upstream/manager.js';
+import { useUpstreams } from '../upstream/manager.js';
+import { RemoteUpstreams } from './remote-upstreams.js';
 import type { CallContext, CallPeer, ToolEntry } from '../registry/types.js';
 import { findModule } from './find-module.js';
 import { RemoteRegistry, remoteView, syncLink, type HubLink } from './remote-registry.js';
@@ -39,6 +40,8 @@ const link: HubLink = {
 };
 
 const registry = new RemoteRegistry(setup.hubId, link);
+const upstreams = new RemoteUpstreams(registry, link);
+useUpstreams(registry, upstreams);
 function remotePeer(
   id: number,
   peer: { caps: Record<string, unknown> | undefined; pollLater: boolean },
@@ -167,10 +170,8 @@ async function load(): Promise<void> {
   }
 }
 
-async function close(): Promise<void> {
-  await upstreamsOf(registry)
-    .stop()
-    .catch(() => undefined);
+function close(): void {
+  // The plugin's proxies live on the hub's thread, which settles them.
   state?.close();
   post({ type: 'closed' });
 }
@@ -188,8 +189,14 @@ port.on('message', (msg: ToWorker) => {
     }
     case 'abort':
       return running.get(msg.id)?.controller?.abort();
+    case 'callback':
+      return void upstreams.callback(msg.url, msg.which, msg.args).then(
+        (value) => post({ type: 'callback-done', id: msg.id, ok: true, value }),
+        (err: unknown) =>
+          post({ type: 'callback-done', id: msg.id, ok: false, error: (err as Error).message }),
+      );
     case 'close':
-      return void close();
+      return close();
   }
 });
 

@@ -60,6 +60,8 @@ export type ToWorker =
     }
   | { type: 'abort'; id: number }
   | { type: 'answer'; id: number; ok: boolean; value?: unknown; error?: string; code?: string }
+  /** A proxy's Lua callback, run for the hub's thread (answered with 'callback-done'). */
+  | { type: 'callback'; id: number; url: string; which: 'transform' | 'auth'; args: unknown[] }
   | { type: 'close' };
 
 export type FromWorker =
@@ -83,9 +85,19 @@ export type FromWorker =
       origin: Origin;
       ctx?: PlainContext;
     }
+  | { type: 'callback-done'; id: number; ok: boolean; value?: unknown; error?: string }
   | { type: 'closed' };
 
-export type AsyncOp = 'callTool' | 'getPrompt' | 'readResource' | 'peerRequest';
+export type AsyncOp =
+  | 'callTool'
+  | 'getPrompt'
+  | 'readResource'
+  | 'peerRequest'
+  /** mcp.proxy: [url, options without callbacks, has transform, has on_auth_error, settle ms]. */
+  | 'proxy'
+  | 'removeProxy'
+  /** [owner] (null: every proxy of the hub, as `mcp.reset()` means it). */
+  | 'settleUpstreams';
 
 /** Synchronous requests (the worker blocks on `flag` until the answer is on its port). */
 export type SyncOp =
@@ -97,6 +109,7 @@ export type SyncOp =
   | 'countPrompts'
   | 'countResources'
   | 'sessionView'
+  | 'proxyExists'
   | 'progress'
   | 'pollLater';
 
