@@ -51,6 +51,8 @@ interface Pending {
 }
 
 const WORKER_URL = new URL('./plugin-worker.js', import.meta.url);
+/** The V8 heap of a plugin's worker (its Lua memory is the state's own ceiling, in wasm). */
+export const WORKER_HEAP_MB = 256;
 /** Finished calls whose view a task they spawned may still act for (bounded). */
 const FINISHED_KEPT = 1024;
 
@@ -180,6 +182,9 @@ export class IsolatedPlugin {
       transferList: [port2],
       // stdout may carry MCP (stdio): anything the worker prints goes to stderr with the logs.
       stdout: true,
+      // A plugin's JS-side heap (values being converted) is bounded too; past it the worker
+      // dies and the plugin is restarted. Lua's own memory has the state's ceiling.
+      resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
     });
     worker.stdout.pipe(process.stderr);
     worker.unref();
