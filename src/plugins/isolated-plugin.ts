@@ -14,19 +14,12 @@ import { DEFAULT_TIMEOUT_MS } from '../lua/state.js';
 import type { SessionViews } from '../lua-api/index.js';
 import { RegistryError } from '../registry/errors.js';
 import type { Registry } from '../registry/registry.js';
-import type { CallContext, OwnerFilter } from '../registry/types.js';
+import type { CallContext } from '../registry/types.js';
 import type { PluginSource } from './discover.js';
 import { HubAnswers } from './hub-answers.js';
-import { isMirrored, mirrorEntry } from './mirror.js';
-import type {
-  EntryKindName,
-  FromWorker,
-  Origin,
-  PlainContext,
-  PluginWorkerSetup,
-  SyncRequest,
-  ToWorker,
-} from './worker-protocol.js';
+import { RegistryMirror } from './mirror.js';
+import { plainContext } from './remote-registry.js';
+import type { FromWorker, PluginWorkerSetup, SyncRequest, ToWorker } from './worker-protocol.js';
 
 export interface IsolatedPluginOptions {
   registry: Registry;
@@ -64,10 +57,8 @@ export class IsolatedPlugin {
   private readonly calls = new Map<number, Pending>();
   /** Views of finished calls, for tasks that outlive them (oldest dropped first). */
   private readonly finished = new Map<number, CallContext>();
-  /** Registrations held until the worker has loaded, then applied in one batch. */
-  private held: FromWorker[] | undefined = [];
-  /** Batches the worker opened on the hub's registry (closed if it dies). */
-  private openBatches = 0;
+  /** What the worker registers, held until it has loaded, then mirrored into the registry. */
+  private readonly mirror: RegistryMirror;
   private generation = 0;
   private ready!: Promise<void>;
   private phase: 'loading' | 'ready' | 'retired' | 'closed' | 'dead' = 'loading';
@@ -79,6 +70,7 @@ export class IsolatedPlugin {
 
   private constructor(private readonly opts: IsolatedPluginOptions) {
     this.log = opts.logger;
+    this.mirror = new RegistryMirror(opts.registry, opts.source.name, this);
     this.answers = new HubAnswers({
       registry: opts.registry,
       owner: opts.source.name,
@@ -129,7 +121,7 @@ export class IsolatedPlugin {
   activate(): void {
     if (this.activated) return;
     this.activated = true;
-    this.applyHeld();
+    this.mirror.applyHeld();
     this.phase = 'ready';
   }
 
@@ -149,7 +141,7 @@ export class IsolatedPlugin {
     this.phase = 'closed';
     this.generation++;
     this.failAll('the plugin was unloaded');
-    this.closeBatches();
+    this.mirror.closeBatches();
     const worker = this.worker;
     worker.postMessage({ type: 'close' } satisfies ToWorker);
     // Upstream sessions close first; a worker that does not finish is ended anyway.
@@ -190,7 +182,7 @@ export class IsolatedPlugin {
     worker.unref();
     this.worker = worker;
     this.syncPort = port1;
-    this.held = [];
+    this.mirror.hold();
     port1.on('message', (req: SyncRequest) => {
       let answer: { ok: boolean; value?: unknown; error?: string };
       try {
@@ -219,13 +211,13 @@ export class IsolatedPlugin {
         if (msg.type === 'loaded') {
           clearTimeout(timer);
           if (this.activated) {
-            this.applyHeld();
+            this.mirror.applyHeld();
             if (this.phase === 'loading' || this.phase === 'dead') this.phase = 'ready';
           }
           resolve();
         } else if (msg.type === 'failed') {
           clearTimeout(timer);
-          this.held = undefined;
+          this.mirror.drop();
           reject(msg.lua ? new LuaError(msg.message) : new Error(msg.message));
         } else this.onMessage(msg);
       });
@@ -252,7 +244,7 @@ export class IsolatedPlugin {
     this.generation++;
     void this.worker.terminate();
     this.syncPort.close();
-    this.closeBatches();
+    this.mirror.closeBatches();
     this.failAll(`the plugin was restarted: ${reason}`);
   }
 
@@ -279,13 +271,6 @@ export class IsolatedPlugin {
       clearTimeout(c.timer);
       this.calls.delete(id);
       c.reject(new Error(reason));
-    }
-  }
-
-  private closeBatches(): void {
-    while (this.openBatches > 0) {
-      this.openBatches--;
-      this.opts.registry.endBatch();
     }
   }
 
@@ -319,7 +304,7 @@ export class IsolatedPlugin {
         kind,
         name,
         input,
-        ctx: plain(ctx),
+        ctx: plainContext(ctx),
         peer:
           peer === undefined
             ? undefined
@@ -374,8 +359,7 @@ export class IsolatedPlugin {
       case 'reset':
       case 'batch':
       case 'resource-updated':
-        if (this.held) this.held.push(msg);
-        else this.apply(msg);
+        this.mirror.receive(msg);
         return;
       case 'watch': {
         const signal = this.calls.get(msg.id)?.ctx.signal;
@@ -420,49 +404,6 @@ export class IsolatedPlugin {
     }
   }
 
-  private applyHeld(): void {
-    const held = this.held ?? [];
-    this.held = undefined;
-    const { registry, source } = this.opts;
-    registry.beginBatch();
-    try {
-      // The previous generation's entries go; the proxies' (kept on this thread) stay.
-      const before = registry.snapshotOwner(source.name);
-      for (const slot of before.tools)
-        if (isMirrored(slot.entry.handler)) registry.removeTool(slot.entry.name, source.name);
-      for (const p of before.prompts)
-        if (isMirrored(p.handler)) registry.removePrompt(p.name, source.name);
-      for (const r of before.resources)
-        if (isMirrored(r.handler)) registry.removeResource(r.uriTemplate, source.name);
-      for (const msg of held) this.apply(msg);
-    } finally {
-      registry.endBatch();
-    }
-  }
-
-  private apply(msg: FromWorker): void {
-    const { registry } = this.opts;
-    switch (msg.type) {
-      case 'register':
-        return mirrorEntry(registry, this, msg.kind, msg.owner, msg.spec);
-      case 'remove':
-        return void removeEntry(registry, msg.kind, msg.name, msg.owner);
-      case 'reset':
-        return registry.reset(msg.owner);
-      case 'batch':
-        if (msg.open) {
-          this.openBatches++;
-          registry.beginBatch();
-        } else if (this.openBatches > 0) {
-          this.openBatches--;
-          registry.endBatch();
-        }
-        return;
-      case 'resource-updated':
-        return registry.resourceUpdated(msg.uri);
-    }
-  }
-
   private async answerAsync(msg: Extract<FromWorker, { type: 'request' }>): Promise<void> {
     const gen = this.generation;
     let answer: ToWorker;
@@ -475,27 +416,4 @@ export class IsolatedPlugin {
     }
     if (gen === this.generation) this.post(answer);
   }
-}
-
-function plain(ctx: CallContext): PlainContext {
-  const out: PlainContext = { hub_id: ctx.hub_id };
-  if (ctx.session_uuid !== undefined) out.session_uuid = ctx.session_uuid;
-  if (ctx.agent_name !== undefined) out.agent_name = ctx.agent_name;
-  if (ctx.target !== undefined) out.target = ctx.target;
-  if (ctx.principal !== undefined) out.principal = ctx.principal;
-  if (ctx.plugin !== undefined) out.plugin = ctx.plugin;
-  if (ctx.request_id !== undefined) out.request_id = ctx.request_id;
-  if (ctx.uri !== undefined) out.uri = ctx.uri;
-  return out;
-}
-
-function removeEntry(
-  registry: Registry,
-  kind: EntryKindName,
-  name: string,
-  owner?: string,
-): boolean {
-  if (kind === 'tool') return registry.removeTool(name, owner);
-  if (kind === 'prompt') return registry.removePrompt(name, owner);
-  return registry.removeResource(name, owner);
 }
