@@ -4,7 +4,7 @@
  */
 import type { Logger } from './log.js';
 import { Registry } from './registry/registry.js';
-import { PluginHost } from './plugins/plugin-host.js';
+import { PluginHost, type PluginIsolation } from './plugins/plugin-host.js';
 import { registerCodeMode, type ExecuteOptions } from './execute/index.js';
 import type { PluginLimits, SessionViews } from './lua-api/index.js';
 import { registerHubStatus } from './hub-status.js';
@@ -28,6 +28,9 @@ export interface HubOptions {
   upstreams?: Record<string, UpstreamConfig>;
   /** Each plugin's bounds (config plugin_limits). */
   pluginLimits?: Partial<PluginLimits>;
+  /** Where plugins run (default 'worker') and the grace of their hard stop (default 500 ms). */
+  isolation?: PluginIsolation;
+  hardStopGraceMs?: number;
 }
 
 export interface Hub {
@@ -59,6 +62,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     settings: opts.pluginSettings,
     reservedNames: new Set(Object.keys(opts.upstreams ?? {})),
     limits: opts.pluginLimits,
+    isolation: opts.isolation,
+    hardStopGraceMs: opts.hardStopGraceMs,
   });
   registerHubStatus(registry, plugins, opts.pluginDirs);
   const upstreamsReady = startConfiguredUpstreams(registry, opts.upstreams ?? {}, opts.logger);

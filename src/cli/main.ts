@@ -104,6 +104,8 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     pluginSettings: s.config.plugins?.settings,
     upstreams: s.config.upstreams,
     pluginLimits: s.pluginLimits,
+    isolation: s.isolation.mode,
+    hardStopGraceMs: s.isolation.graceMs,
     sessionViews: (uuid) => (access === undefined ? null : access.viewOfSession(uuid)),
   });
   // A hub bound to a named address must accept that name in Host (DNS-rebinding check).
@@ -232,6 +234,8 @@ async function run(file: string, args: string[], flags: RunFlags): Promise<void>
     execute: false,
     pluginSettings: s.config.plugins?.settings,
     upstreams: s.config.upstreams,
+    isolation: s.isolation.mode,
+    hardStopGraceMs: s.isolation.graceMs,
   });
   try {
     const value = await runScript(hub, {

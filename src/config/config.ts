@@ -54,7 +54,14 @@ export interface HubConfig {
   hub_id?: string;
   public_url?: string;
   listen?: { host?: string; port?: number };
-  plugins?: { dirs?: string[]; settings?: Record<string, PluginSettings> };
+  plugins?: {
+    dirs?: string[];
+    settings?: Record<string, PluginSettings>;
+    /** 'worker' (default): each plugin on a worker thread the hub can stop; 'none': on its thread. */
+    isolation?: 'worker' | 'none';
+    /** How long past its limit a plugin call may run before its worker is terminated (ms). */
+    hard_stop_grace_ms?: number;
+  };
   /** Upstream MCP servers by name (`mcpServers` shape); see UpstreamConfig. */
   upstreams?: Record<string, UpstreamConfig>;
   /** Values that came from `${ENV}` references: kept out of logs, status and errors. */

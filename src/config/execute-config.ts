@@ -19,6 +19,7 @@ export interface ExecuteConfig {
   workers?: number;
   max_queued?: number;
   grace_ms?: number;
+  cleanup_ms?: number;
   /** Absolute once loaded (relative to the config file in the file). */
   root?: string;
   write_bytes?: number;

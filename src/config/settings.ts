@@ -37,6 +37,8 @@ export interface Settings {
   publicUrl: string | undefined;
   /** The `execute` built-in's options from the config file (`enabled: false` leaves it out). */
   execute: ExecuteSettings;
+  /** Where plugins run (`plugins.isolation`) and their hard stop's grace (`plugins.hard_stop_grace_ms`). */
+  isolation: { mode?: 'worker' | 'none'; graceMs?: number };
 }
 
 const DEFAULT_PORT = 8848;
@@ -76,6 +78,7 @@ export function resolveSettings(flags: SettingsFlags): Settings {
     pluginLimits: pluginLimitsOf(config.plugin_limits),
     publicUrl: flags.url ?? config.public_url,
     execute: executeOptionsOf(config.execute),
+    isolation: { mode: config.plugins?.isolation, graceMs: config.plugins?.hard_stop_grace_ms },
   };
 }
 

@@ -49,7 +49,7 @@ export function registerCodeMode(
   });
   // `enabled: false` (config `execute: false`) leaves out the tool and its workers.
   if (!opts.enabled) return { close: async () => undefined, stats: () => undefined };
-  const pool = new ScriptPool(opts);
+  const pool = new ScriptPool(opts, logger);
   registry.addTool(EXECUTE_OWNER, {
     name: 'execute',
     description: EXECUTE_DESCRIPTION,

@@ -41,6 +41,12 @@ export interface ExecuteOptions {
    * terminated (the hard stop for a script stuck in one long library call; default 200 ms).
    */
   graceMs?: number;
+  /**
+   * After a run has answered, how long its worker may take to close the run's state (the state's
+   * `__gc` finalizers run then, with no hook) and make the next one before it is terminated and
+   * replaced, so no run can leave a worker busy (default 1000 ms).
+   */
+  cleanupMs?: number;
 }
 
 export type ResolvedExecuteOptions = Required<Omit<ExecuteOptions, 'root'>> & {
@@ -65,5 +71,6 @@ export function resolveExecuteOptions(o: ExecuteOptions = {}): ResolvedExecuteOp
     messageBytes: o.messageBytes ?? 16 * 1024,
     messagesPerSecond: o.messagesPerSecond ?? 200,
     graceMs: o.graceMs ?? 200,
+    cleanupMs: o.cleanupMs ?? 1000,
   };
 }

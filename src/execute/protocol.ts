@@ -30,6 +30,8 @@ export type ToWorker =
 
 export type FromWorker =
   | { type: 'started'; run: number }
+  /** The run's state is closed (its finalizers ran) and the next one is made: ready for a run. */
+  | { type: 'idle'; run: number }
   | { type: 'call'; run: number; call: number; name: string; args: Record<string, unknown> }
   | { type: 'notice'; run: number; text: string; params: unknown }
   | {

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { MessageGate } from '../lua-api/plugin-limits.js';
+import type { Logger } from '../log.js';
 import type { ToolCaller } from '../lua-api/tool-caller.js';
 import type { ContentItem } from '../registry/types.js';
 import type { ResolvedExecuteOptions } from './options.js';
@@ -37,6 +38,8 @@ interface Slot {
         gate: MessageGate;
       }
     | undefined;
+  /** A run that has answered while its worker still closes its state (runs its finalizers). */
+  cleaning: { run: number; timer: NodeJS.Timeout } | undefined;
 }
 
 const WORKER_URL = new URL('./worker.js', import.meta.url);
@@ -54,7 +57,10 @@ export class ScriptPool {
   private closed = false;
   private readonly setup: WorkerSetup;
 
-  constructor(private readonly opts: ResolvedExecuteOptions) {
+  constructor(
+    private readonly opts: ResolvedExecuteOptions,
+    private readonly logger?: Logger,
+  ) {
     this.setup = {
       memoryBytes: opts.memoryBytes,
       outputBytes: opts.outputBytes,
@@ -71,7 +77,7 @@ export class ScriptPool {
     if (this.closed) return Promise.resolve(failed('the hub is shutting down'));
     return new Promise<ScriptOutcome>((resolve) => {
       const start = (slot: Slot) => this.start(slot, job, resolve);
-      const free = this.slots.find((s) => s.job === undefined);
+      const free = this.slots.find((s) => s.job === undefined && s.cleaning === undefined);
       if (free) return start(free);
       if (this.slots.length < this.opts.workers) return start(this.spawn());
       if (this.queue.length >= this.opts.maxQueued) {
@@ -130,7 +136,7 @@ export class ScriptPool {
     });
     worker.stdout.pipe(process.stderr);
     worker.unref();
-    const slot: Slot = { worker, job: undefined };
+    const slot: Slot = { worker, job: undefined, cleaning: undefined };
     worker.on('message', (msg: FromWorker) => this.onMessage(slot, msg));
     worker.on('error', (err) => this.onExit(slot, `the script's worker failed: ${err.message}`));
     worker.on('exit', () => this.onExit(slot, "the script's worker stopped"));
@@ -154,7 +160,8 @@ export class ScriptPool {
       clearTimeout(timer);
       if (onAbort) job.signal?.removeEventListener('abort', onAbort);
       resolve(outcome);
-      this.next(slot);
+      // The worker now closes the run's state; it takes new work once it says it is idle.
+      if (this.slots.includes(slot) && slot.cleaning === undefined) this.awaitIdle(slot, run);
     };
     // The hard stop, armed when the worker starts the run (a fresh worker first loads its wasm
     // module): a run that has not reported by its deadline plus grace is stuck in C.
@@ -200,8 +207,26 @@ export class ScriptPool {
     slot.worker.postMessage(msg);
   }
 
+  /**
+   * A run's answer is out; its worker must close the state (finalizers, which no hook stops)
+   * and report idle within cleanupMs, or it is replaced: no run can leave a worker busy.
+   */
+  private awaitIdle(slot: Slot, run: number): void {
+    const timer = setTimeout(() => {
+      this.logger?.warn(
+        { run, cleanup_ms: this.opts.cleanupMs },
+        `execute: a finished script's worker did not become idle within ${this.opts.cleanupMs} ms (a __gc finalizer that does not return?); the worker was terminated and replaced`,
+      );
+      this.kill(slot, 'the worker was replaced');
+      if (!this.closed && this.slots.length < this.opts.workers) this.spawn();
+    }, this.opts.cleanupMs);
+    slot.cleaning = { run, timer };
+  }
+
   /** Ends the slot's run with `reason` and replaces its worker. */
   private kill(slot: Slot, reason: string): void {
+    if (slot.cleaning) clearTimeout(slot.cleaning.timer);
+    slot.cleaning = undefined;
     const job = slot.job;
     const i = this.slots.indexOf(slot);
     if (i >= 0) this.slots.splice(i, 1);
@@ -218,17 +243,25 @@ export class ScriptPool {
     const i = this.slots.indexOf(slot);
     if (i < 0) return;
     this.slots.splice(i, 1);
+    if (slot.cleaning) clearTimeout(slot.cleaning.timer);
     slot.job?.finish(failed(reason));
     if (this.queue.length > 0 && !this.closed) this.next(this.spawn());
   }
 
   private next(slot: Slot): void {
-    if (slot.job !== undefined || !this.slots.includes(slot)) return;
+    if (slot.job !== undefined || slot.cleaning !== undefined || !this.slots.includes(slot)) return;
     const q = this.queue.shift();
     if (q) q.start(slot);
   }
 
   private onMessage(slot: Slot, msg: FromWorker): void {
+    if (msg.type === 'idle') {
+      if (slot.cleaning?.run !== msg.run) return;
+      clearTimeout(slot.cleaning.timer);
+      slot.cleaning = undefined;
+      this.next(slot);
+      return;
+    }
     const job = slot.job;
     if (!job || msg.run !== job.run) return;
     switch (msg.type) {

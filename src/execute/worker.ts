@@ -158,8 +158,11 @@ async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
     holder.run = undefined;
     // Calls still out belong to a finished run: their answers will find nobody.
     for (const [call, w] of waiting) if (w.run === msg.run) waiting.delete(call);
+    // The answer is out; closing runs the state's finalizers, which the hook cannot stop. The
+    // hub counts this worker busy until 'idle' and replaces it if that takes too long.
     state.close();
     next = prepare();
+    void next.then(() => post({ type: 'idle', run: msg.run }));
   }
 }
 

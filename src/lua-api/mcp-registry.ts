@@ -268,6 +268,7 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         title: str(schema.title),
         icons: Array.isArray(schema.icons) ? schema.icons : undefined,
         arguments: promptArgs,
+        timeoutMs,
         complete: luaCompleter(state, completers, timeoutMs),
         handler: async (input, ctx) =>
           toPromptResult(await invoke(ref, timeoutMs, input, ctx), name, description),
@@ -295,6 +296,7 @@ export function installRegistryApi(state: LuaState, opts: RegistryBindingOptions
         description: str(schema.description),
         mimeType,
         icons: Array.isArray(schema.icons) ? schema.icons : undefined,
+        timeoutMs,
         complete: luaCompleter(state, completers, timeoutMs),
         handler: async (readUri, params, ctx) => ({
           contents: toResourceContents(

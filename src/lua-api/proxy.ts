@@ -238,8 +238,8 @@ export function installProxyApi(state: LuaState, opts: ProxyBindingOptions): voi
 export function settleUpstreams(
   registry: Registry,
   owner: string,
-  kept: LuaState | undefined,
-  failed?: LuaState,
+  kept: object | undefined,
+  failed?: object,
 ): Promise<void> {
   return upstreamsOf(registry).settleOwner(owner, kept, failed);
 }

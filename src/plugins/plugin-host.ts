@@ -3,9 +3,8 @@
  * change reloads just that plugin (debounced), a failed load or reload keeps the previous surface
  * and reports the error with file and line, and a deleted plugin's surface goes away.
  */
-import { readFileSync, realpathSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { resolve, sep } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import type { Logger } from '../log.js';
 import { LuaState } from '../lua/state.js';
@@ -15,11 +14,12 @@ import {
   installApi,
   endForgottenBatches,
   settleUpstreams,
-  builtinModule,
   type PluginLimits,
   type SessionViews,
 } from '../lua-api/index.js';
 import { discoverPlugins, locatePlugin, type PluginSource } from './discover.js';
+import { chunkName, findModule } from './find-module.js';
+import { IsolatedPlugin } from './isolated-plugin.js';
 
 export interface PluginHostOptions {
   registry: Registry;
@@ -41,7 +41,19 @@ export interface PluginHostOptions {
   reservedNames?: ReadonlySet<string>;
   /** Each plugin's bounds (config plugin_limits; defaults for the rest). */
   limits?: Partial<PluginLimits>;
+  /**
+   * 'worker' (default): each plugin runs on a worker thread of its own that the hub terminates
+   * and restarts when a call overstays its limit; 'none': on the hub's thread (soft limits only).
+   */
+  isolation?: PluginIsolation;
+  /** How long past its limit a call may run before its plugin's worker is terminated (500 ms). */
+  hardStopGraceMs?: number;
 }
+
+export type PluginIsolation = 'worker' | 'none';
+
+/** A loaded plugin's runtime: a Lua state on this thread, or a worker thread. */
+type PluginRuntime = LuaState | IsolatedPlugin;
 
 export interface PluginStatus {
   name: string;
@@ -54,7 +66,7 @@ export interface PluginStatus {
 
 interface LoadedPlugin {
   source: PluginSource;
-  state: LuaState | undefined;
+  state: PluginRuntime | undefined;
   status: PluginStatus;
 }
 
@@ -102,8 +114,13 @@ export class PluginHost {
         sources.push(s);
       }
     }
+    // Isolated plugins boot their workers all at once, then register in this order.
+    const starting = new Map(
+      this.isolated ? sources.map((s) => [s.name, this.startIsolated(s)] as const) : [],
+    );
+    for (const p of starting.values()) p.catch(() => undefined);
     await this.opts.registry.batch(async () => {
-      for (const s of sources) await this.enqueue(s.name, () => this.load(s));
+      for (const s of sources) await this.enqueue(s.name, () => this.load(s, starting.get(s.name)));
     });
     if (this.opts.watch !== false) await this.startWatching();
   }
@@ -149,17 +166,22 @@ export class PluginHost {
     return next;
   }
 
-  /**
-   * A file's name as Lua errors show it: relative to its plugins directory (`notes/init.lua`),
-   * never the absolute path on the hub's disk, since these errors reach clients.
-   */
-  private chunkName(file: string): string {
-    const dir = this.dirs.find((d) => file.startsWith(d + sep));
-    const rel = dir === undefined ? '' : relative(dir, file);
-    return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : basename(file);
+  private get isolated(): boolean {
+    return (this.opts.isolation ?? 'worker') === 'worker';
   }
 
-  private async load(source: PluginSource): Promise<void> {
+  private async load(source: PluginSource, started?: Promise<IsolatedPlugin>): Promise<void> {
+    if (this.opts.reservedNames?.has(source.name)) {
+      this.failed(
+        source,
+        new Error(
+          `the name '${source.name}' belongs to upstreams.${source.name} in the config; rename the plugin or the upstream`,
+        ),
+        this.plugins.get(source.name),
+      );
+      return;
+    }
+    if (this.isolated) return this.loadIsolated(source, started ?? this.startIsolated(source));
     const { registry, logger } = this.opts;
     const log = logger.child({ plugin: source.name });
     const previous = this.plugins.get(source.name);
@@ -167,16 +189,12 @@ export class PluginHost {
     const snapshot = registry.snapshotOwner(source.name);
     registry.beginBatch();
     try {
-      if (this.opts.reservedNames?.has(source.name))
-        throw new Error(
-          `the name '${source.name}' belongs to upstreams.${source.name} in the config; rename the plugin or the upstream`,
-        );
       const code = await readFile(source.entry);
       state = await LuaState.create({
         name: source.name,
         memoryLimit: this.opts.memoryLimit,
         print: (text) => log.info({ source: 'print' }, text),
-        findModule: (name) => this.findModule(source, name),
+        findModule: (name) => findModule(source, name),
       });
       installApi(state, {
         registry,
@@ -188,47 +206,102 @@ export class PluginHost {
         limits: this.opts.limits,
       });
       registry.reset(source.name);
-      const ref = state.load(code, `@${this.chunkName(source.entry)}`);
+      const ref = state.load(code, `@${chunkName(source.entry, source)}`);
       await state.call(ref, [], { timeoutMs: this.opts.loadTimeoutMs ?? 10_000 });
       state.unref(ref);
       endForgottenBatches(state);
       void settleUpstreams(registry, source.name, state);
-      previous?.state?.retire();
-      this.plugins.set(source.name, {
-        source,
-        state,
-        status: {
-          name: source.name,
-          entry: source.entry,
-          loaded: true,
-          loadedAt: new Date().toISOString(),
-        },
-      });
-      log.info({ entry: source.entry }, previous ? 'plugin reloaded' : 'plugin loaded');
-      this.emit({ type: 'loaded', name: source.name });
+      this.loaded(source, state, previous);
     } catch (err) {
       if (state) endForgottenBatches(state);
-      if (state) void settleUpstreams(registry, source.name, previous?.state, state);
+      const kept = previous?.state instanceof LuaState ? previous.state : undefined;
+      if (state) void settleUpstreams(registry, source.name, kept, state);
       registry.restoreOwner(source.name, snapshot);
       state?.close();
-      const error = describeLoadError(err, source.entry);
-      const status: PluginStatus = previous
-        ? { ...previous.status, error }
-        : { name: source.name, entry: source.entry, loaded: false, error };
-      this.plugins.set(source.name, { source, state: previous?.state, status });
-      log.error(
-        {
-          entry: source.entry,
-          file: error.file,
-          line: error.line,
-          kept_previous: Boolean(previous?.state),
-        },
-        `plugin failed to ${previous ? 'reload' : 'load'}: ${error.message}`,
-      );
-      this.emit({ type: 'failed', name: source.name, message: error.message });
+      this.failed(source, err, previous);
     } finally {
       registry.endBatch();
     }
+  }
+
+  /**
+   * Loads a plugin on a worker thread of its own. Its registrations reach the registry only once
+   * its top level has finished, in one batch replacing the previous generation's, so a reload
+   * never leaves a window without the plugin's tools and a failed one changes nothing.
+   */
+  private async loadIsolated(
+    source: PluginSource,
+    started: Promise<IsolatedPlugin>,
+  ): Promise<void> {
+    const previous = this.plugins.get(source.name);
+    try {
+      const plugin = await started;
+      plugin.activate();
+      // The proxies this generation did not declare again are closed.
+      void settleUpstreams(this.opts.registry, source.name, plugin);
+      this.loaded(source, plugin, previous);
+    } catch (err) {
+      const failedBy = (err as { plugin?: object }).plugin;
+      if (failedBy)
+        void settleUpstreams(this.opts.registry, source.name, previous?.state, failedBy);
+      this.failed(source, err, previous);
+    }
+  }
+
+  private async startIsolated(source: PluginSource): Promise<IsolatedPlugin> {
+    return IsolatedPlugin.start({
+      registry: this.opts.registry,
+      source,
+      code: await readFile(source.entry),
+      chunkname: `@${chunkName(source.entry, source)}`,
+      logger: this.opts.logger.child({ plugin: source.name }),
+      memoryLimit: this.opts.memoryLimit,
+      loadTimeoutMs: this.opts.loadTimeoutMs ?? 10_000,
+      graceMs: this.opts.hardStopGraceMs ?? 500,
+      sessionViews: this.opts.sessionViews,
+      settings: this.opts.settings?.[source.name],
+      limits: this.opts.limits,
+    });
+  }
+
+  private loaded(
+    source: PluginSource,
+    state: PluginRuntime,
+    previous: LoadedPlugin | undefined,
+  ): void {
+    previous?.state?.retire();
+    this.plugins.set(source.name, {
+      source,
+      state,
+      status: {
+        name: source.name,
+        entry: source.entry,
+        loaded: true,
+        loadedAt: new Date().toISOString(),
+      },
+    });
+    this.opts.logger
+      .child({ plugin: source.name })
+      .info({ entry: source.entry }, previous ? 'plugin reloaded' : 'plugin loaded');
+    this.emit({ type: 'loaded', name: source.name });
+  }
+
+  private failed(source: PluginSource, err: unknown, previous: LoadedPlugin | undefined): void {
+    const error = describeLoadError(err, source.entry);
+    const status: PluginStatus = previous
+      ? { ...previous.status, error }
+      : { name: source.name, entry: source.entry, loaded: false, error };
+    this.plugins.set(source.name, { source, state: previous?.state, status });
+    this.opts.logger.child({ plugin: source.name }).error(
+      {
+        entry: source.entry,
+        file: error.file,
+        line: error.line,
+        kept_previous: Boolean(previous?.state),
+      },
+      `plugin failed to ${previous ? 'reload' : 'load'}: ${error.message}`,
+    );
+    this.emit({ type: 'failed', name: source.name, message: error.message });
   }
 
   private unload(name: string): void {
@@ -240,46 +313,6 @@ export class PluginHost {
     this.plugins.delete(name);
     this.opts.logger.info({ plugin: name }, 'plugin removed');
     this.emit({ type: 'removed', name });
-  }
-
-  /** `require` inside a plugin: modules from its own folder only, never a path out of it. */
-  private findModule(
-    source: PluginSource,
-    name: string,
-  ): { source: Uint8Array | string; chunkname: string } | string {
-    const builtin = builtinModule(name);
-    if (builtin) return builtin;
-    if (!source.folder) {
-      return `module '${name}' not found: a single-file plugin can only require built-in modules (make the plugin a folder with init.lua to add modules)`;
-    }
-    if (!/^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$/.test(name)) {
-      return `module '${name}' not found: module names are dotted identifiers inside the plugin's folder`;
-    }
-    const rel = name.split('.').join(sep);
-    let root: string;
-    try {
-      root = realpathSync(source.folder);
-    } catch {
-      return `module '${name}' not found: the plugin folder is gone`;
-    }
-    const tried: string[] = [];
-    for (const candidate of [
-      join(source.folder, `${rel}.lua`),
-      join(source.folder, rel, 'init.lua'),
-    ]) {
-      tried.push(this.chunkName(candidate));
-      let real: string;
-      try {
-        real = realpathSync(candidate);
-      } catch {
-        continue;
-      }
-      if (real !== root && !real.startsWith(root + sep)) {
-        return `module '${name}' not found: ${this.chunkName(candidate)} leads outside the plugin's folder`;
-      }
-      return { source: readFileSync(real), chunkname: this.chunkName(candidate) };
-    }
-    return `module '${name}' not found:\n\tno file '${tried.join("'\n\tno file '")}'`;
   }
 
   // ---- watching ------------------------------------------------------------------------------

@@ -182,6 +182,8 @@ export interface PromptSpec {
   arguments: PromptArgument[];
   icons?: unknown[];
   handler: PromptHandler;
+  /** Wall-clock limit of one call; the handler's owner enforces it. */
+  timeoutMs?: number;
   /** Answers `completion/complete` for this prompt's arguments. */
   complete?: CompleteHandler;
 }
@@ -225,6 +227,8 @@ export interface ResourceSpec {
   mimeType?: string;
   icons?: unknown[];
   handler: ResourceHandler;
+  /** Wall-clock limit of one read; the handler's owner enforces it. */
+  timeoutMs?: number;
   /** Answers `completion/complete` for this template's variables. */
   complete?: CompleteHandler;
 }

@@ -105,3 +105,11 @@ export function upstreamsOf(registry: Registry): UpstreamManager {
   }
   return m;
 }
+
+/**
+ * Puts `manager` behind `registry`: a plugin worker's registry gets one that asks the hub's
+ * thread, where the upstream connections live (plugins/remote-upstreams.ts).
+ */
+export function useUpstreams(registry: Registry, manager: UpstreamManager): void {
+  managers.set(registry, manager);
+}

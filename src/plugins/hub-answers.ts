@@ -1,0 +1,171 @@
+/**
+ * What a plugin worker asks of the hub's thread, answered there: lists and counts (synchronous),
+ * calls into the registry, the caller's client, and the plugin's upstream proxies (which live on
+ * this thread). A call from the worker acts for the hub call it belongs to (its client, view and
+ * cancellation), for a session's view, or for the plugin itself; never wider than its caller.
+ */
+import type { Logger } from '../log.js';
+import type { SessionViews } from '../lua-api/index.js';
+import type { Registry } from '../registry/registry.js';
+import type { CallContext, OwnerFilter } from '../registry/types.js';
+import { upstreamsOf } from '../upstream/manager.js';
+import type { ProxyOptions } from '../upstream/proxy.js';
+import type { FromWorker, Origin, SyncRequest } from './worker-protocol.js';
+
+export interface AnswerSource {
+  registry: Registry;
+  owner: string;
+  logger: Logger;
+  sessionViews?: SessionViews;
+  /** What the plugin's proxies are declared by (the plugin, across restarts). */
+  declaredBy: object;
+  /** A running call's context on this thread, by the id the worker knows it by. */
+  live(id: number): CallContext | undefined;
+  /** A finished call's context (a task it spawned may still act for it). */
+  finished(id: number): CallContext | undefined;
+  /** Runs a proxy's Lua callback in the worker. */
+  callback(url: string, which: 'transform' | 'auth', args: unknown[]): Promise<unknown>;
+}
+
+export class HubAnswers {
+  constructor(private readonly src: AnswerSource) {}
+
+  /** The context and view a call from the worker acts with. */
+  actingFor(
+    origin: Origin,
+    given: CallContext | undefined,
+  ): { ctx: CallContext; view: OwnerFilter } {
+    const base: CallContext = { ...(given ?? {}), hub_id: this.src.registry.hubId };
+    if (origin.call !== undefined) {
+      const live = this.src.live(origin.call);
+      const outer = live ?? this.src.finished(origin.call);
+      // Never wider than the caller: a call whose caller is forgotten is refused.
+      if (!outer) throw new Error('the call this code acts for has ended');
+      if (outer.peer !== undefined) base.peer = outer.peer;
+      if (outer.filter !== undefined) base.filter = outer.filter;
+      if (live) Object.defineProperty(base, 'signal', { get: () => live.signal, enumerable: true });
+      return { ctx: base, view: outer.filter };
+    }
+    if (origin.session !== undefined) {
+      const view = this.src.sessionViews?.(origin.session);
+      if (view === null) throw new Error('unknown session');
+      if (view !== undefined) base.filter = view;
+      return { ctx: base, view };
+    }
+    return { ctx: base, view: undefined };
+  }
+
+  answerSync(req: SyncRequest): unknown {
+    const { registry, sessionViews } = this.src;
+    switch (req.op) {
+      case 'sessionView': {
+        const view = sessionViews?.(String(req.args[0]));
+        if (view === null || sessionViews === undefined) return 'none';
+        return view === undefined ? 'all' : 'view';
+      }
+      case 'progress': {
+        const [p, total, message] = req.args as [number, number | undefined, string | undefined];
+        return this.src.live(req.origin.call ?? -1)?.peer?.progress(p, total, message) ?? false;
+      }
+      case 'pollLater':
+        return (
+          this.src.live(req.origin.call ?? -1)?.peer?.pollLater?.(Number(req.args[0])) ?? false
+        );
+      case 'proxyExists':
+        return upstreamsOf(registry).get(this.src.owner, String(req.args[0])) !== undefined;
+    }
+    const { view } = this.actingFor(req.origin, undefined);
+    switch (req.op) {
+      case 'listTools':
+        return registry.listTools(view);
+      case 'countTools':
+        return registry.countTools(view);
+      case 'listPrompts':
+        return registry.listPrompts(view);
+      case 'countPrompts':
+        return registry.countPrompts(view);
+      case 'listResources':
+        return registry.listResources(view);
+      case 'listResourceTemplates':
+        return registry.listResourceTemplates(view);
+      case 'countResources':
+        return registry.countResources(view);
+    }
+  }
+
+  request(msg: Extract<FromWorker, { type: 'request' }>): Promise<unknown> {
+    const { registry, owner } = this.src;
+    const [a, b] = msg.args;
+    switch (msg.op) {
+      case 'peerRequest': {
+        const peer = this.src.live(msg.origin.call ?? -1)?.peer;
+        if (!peer) return Promise.reject(new Error('the call has no client to ask'));
+        const [method, params, opts] = msg.args as Parameters<
+          NonNullable<CallContext['peer']>['request']
+        >;
+        return peer.request(method, params, opts);
+      }
+      case 'proxy':
+        return this.proxy(msg.args);
+      case 'removeProxy':
+        return upstreamsOf(registry).remove(owner, String(a));
+      case 'settleUpstreams': {
+        const manager = upstreamsOf(registry);
+        return a === null ? manager.stop() : manager.settleOwner(String(a), undefined);
+      }
+    }
+    const { ctx, view } = this.actingFor(msg.origin, msg.ctx as CallContext | undefined);
+    switch (msg.op) {
+      case 'callTool':
+        return registry.callTool(String(a), b as Record<string, unknown>, ctx, view);
+      case 'getPrompt':
+        return registry.getPrompt(String(a), b as Record<string, string>, ctx, view);
+      case 'readResource':
+        return registry.readResource(String(a), ctx, view);
+    }
+  }
+
+  /** `mcp.proxy` of the plugin: the connection made (or refreshed) here, callbacks relayed. */
+  private async proxy(args: unknown[]): Promise<{ state: string; lastError?: string }> {
+    const [url, data, transform, auth, settleMs] = args as [
+      string,
+      ProxyOptions,
+      boolean,
+      boolean,
+      number,
+    ];
+    const opts: ProxyOptions = { ...data };
+    if (transform) {
+      opts.transformArguments = async (name, input, ctx) =>
+        (await this.src.callback(url, 'transform', [name, input, plainCopy(ctx)])) as
+          Record<string, unknown> | undefined;
+    }
+    if (auth) {
+      opts.onAuthError = async (status) =>
+        (await this.src.callback(url, 'auth', [status])) as Awaited<
+          ReturnType<NonNullable<ProxyOptions['onAuthError']>>
+        >;
+    }
+    const { registry, owner, logger, declaredBy } = this.src;
+    const proxy = await upstreamsOf(registry).proxy(owner, url, opts, declaredBy, logger);
+    await proxy.settle(settleMs);
+    return { state: proxy.connection.state, lastError: proxy.connection.lastError };
+  }
+}
+
+function plainCopy(ctx: CallContext): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of [
+    'hub_id',
+    'session_uuid',
+    'agent_name',
+    'target',
+    'principal',
+    'plugin',
+    'request_id',
+    'uri',
+  ] as const) {
+    if (ctx[k] !== undefined) out[k] = ctx[k];
+  }
+  return out;
+}

@@ -1,0 +1,427 @@
+/**
+ * One plugin on a worker thread of its own (plugins/plugin-worker.ts), seen from the hub's thread.
+ * What the plugin registers is mirrored into the hub's registry, each entry's handler sending the
+ * call to the worker. Every call has a hard deadline: its own time limit plus a grace. A call
+ * past it means the worker is stuck where no hook reaches (one long C call such as a backtracking
+ * pattern match, a `__gc` finalizer, an `xpcall` message handler): the worker is terminated, the
+ * call answers with its limit's error, the plugin's other calls in flight fail, and the plugin is
+ * started again from the same code, with one log line. The hub's thread never waits on a worker.
+ */
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import type { Logger } from '../log.js';
+import { LuaError } from '../lua/errors.js';
+import { DEFAULT_TIMEOUT_MS } from '../lua/state.js';
+import type { SessionViews } from '../lua-api/index.js';
+import { RegistryError } from '../registry/errors.js';
+import type { Registry } from '../registry/registry.js';
+import type { CallContext } from '../registry/types.js';
+import type { PluginSource } from './discover.js';
+import { HubAnswers } from './hub-answers.js';
+import { RegistryMirror } from './mirror.js';
+import { plainContext } from './remote-registry.js';
+import type { FromWorker, PluginWorkerSetup, SyncRequest, ToWorker } from './worker-protocol.js';
+
+export interface IsolatedPluginOptions {
+  registry: Registry;
+  source: PluginSource;
+  code: Uint8Array;
+  chunkname: string;
+  logger: Logger;
+  memoryLimit?: number;
+  loadTimeoutMs: number;
+  /** How long past its own limit a call may run before its worker is terminated. */
+  graceMs: number;
+  sessionViews?: SessionViews;
+  settings?: Readonly<Record<string, unknown>>;
+  limits?: Readonly<Record<string, number>>;
+}
+
+interface Pending {
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+  timer: NodeJS.Timeout;
+  ctx: CallContext;
+  what: string;
+  limitMs: number;
+}
+
+const WORKER_URL = new URL('./plugin-worker.js', import.meta.url);
+/** The V8 heap of a plugin's worker (its Lua memory is the state's own ceiling, in wasm). */
+export const WORKER_HEAP_MB = 256;
+/** Finished calls whose view a task they spawned may still act for (bounded). */
+const FINISHED_KEPT = 1024;
+
+let nextCall = 1;
+
+export class IsolatedPlugin {
+  /** The state's Lua memory as the worker last reported it (after its load and each call). */
+  memoryUsed = 0;
+  private worker!: Worker;
+  private syncPort!: MessagePort;
+  private readonly calls = new Map<number, Pending>();
+  /** Views of finished calls, for tasks that outlive them (oldest dropped first). */
+  private readonly finished = new Map<number, CallContext>();
+  /** What the worker registers, held until it has loaded, then mirrored into the registry. */
+  private readonly mirror: RegistryMirror;
+  private generation = 0;
+  private ready!: Promise<void>;
+  private phase: 'loading' | 'ready' | 'retired' | 'closed' | 'dead' = 'loading';
+  private activated = false;
+  private readonly log: Logger;
+  private readonly answers: HubAnswers;
+  /** Proxy callbacks sent to the worker, by id. */
+  private readonly callbacks = new Map<number, Pick<Pending, 'resolve' | 'reject' | 'timer'>>();
+
+  private constructor(private readonly opts: IsolatedPluginOptions) {
+    this.log = opts.logger;
+    this.mirror = new RegistryMirror(opts.registry, opts.source.name, this);
+    this.answers = new HubAnswers({
+      registry: opts.registry,
+      owner: opts.source.name,
+      logger: opts.logger,
+      sessionViews: opts.sessionViews,
+      declaredBy: this,
+      live: (id) => this.calls.get(id)?.ctx,
+      finished: (id) => this.finished.get(id),
+      callback: (url, which, args) => this.callback(url, which, args),
+    });
+  }
+
+  /** Runs a proxy's Lua callback in the worker, within the default handler limit plus grace. */
+  private callback(url: string, which: 'transform' | 'auth', args: unknown[]): Promise<unknown> {
+    const id = nextCall++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.callbacks.delete(id);
+        reject(
+          new Error(
+            `timeout: the plugin's ${which === 'auth' ? 'on_auth_error' : 'transform_arguments'} did not answer`,
+          ),
+        );
+      }, DEFAULT_TIMEOUT_MS + this.opts.graceMs);
+      this.callbacks.set(id, { resolve, reject, timer });
+      this.post({ type: 'callback', id, url, which, args });
+    });
+  }
+
+  /**
+   * Starts the worker and loads the plugin; rejects with the load error. Nothing reaches the
+   * registry until activate(), so plugins may load at once and still register in their order.
+   */
+  static async start(opts: IsolatedPluginOptions): Promise<IsolatedPlugin> {
+    const p = new IsolatedPlugin(opts);
+    p.spawn();
+    try {
+      await p.ready;
+    } catch (err) {
+      p.close();
+      // The host settles the proxies the failed load declared.
+      throw Object.assign(err as Error, { plugin: p });
+    }
+    return p;
+  }
+
+  /** Puts what the plugin registered into the registry (one batch) and lets calls in. */
+  activate(): void {
+    if (this.activated) return;
+    this.activated = true;
+    this.mirror.applyHeld();
+    this.phase = 'ready';
+  }
+
+  get activeCalls(): number {
+    return this.calls.size;
+  }
+
+  /** The previous generation of a reloaded plugin: closes once its calls in flight end. */
+  retire(): void {
+    if (this.phase === 'closed') return;
+    this.phase = 'retired';
+    if (this.calls.size === 0) this.close();
+  }
+
+  close(): void {
+    if (this.phase === 'closed') return;
+    this.phase = 'closed';
+    this.generation++;
+    this.failAll('the plugin was unloaded');
+    this.mirror.closeBatches();
+    const worker = this.worker;
+    worker.postMessage({ type: 'close' } satisfies ToWorker);
+    // Upstream sessions close first; a worker that does not finish is ended anyway.
+    const timer = setTimeout(() => void worker.terminate(), 2000);
+    timer.unref();
+    worker.once('exit', () => clearTimeout(timer));
+    this.syncPort.close();
+  }
+
+  // ---- the worker --------------------------------------------------------------------------
+
+  private spawn(): void {
+    const gen = ++this.generation;
+    const { port1, port2 } = new MessageChannel();
+    const flag = new Int32Array(new SharedArrayBuffer(4));
+    const setup: PluginWorkerSetup = {
+      source: this.opts.source,
+      code: this.opts.code,
+      chunkname: this.opts.chunkname,
+      hubId: this.opts.registry.hubId,
+      memoryLimit: this.opts.memoryLimit,
+      loadTimeoutMs: this.opts.loadTimeoutMs,
+      logLevel: this.log.level,
+      sessionViews: this.opts.sessionViews !== undefined,
+      settings: this.opts.settings,
+      limits: this.opts.limits,
+      flag,
+      syncPort: port2,
+    };
+    const worker = new Worker(WORKER_URL, {
+      workerData: setup,
+      transferList: [port2],
+      // stdout may carry MCP (stdio): anything the worker prints goes to stderr with the logs.
+      stdout: true,
+      // A plugin's JS-side heap (values being converted) is bounded too; past it the worker
+      // dies and the plugin is restarted. Lua's own memory has the state's ceiling.
+      resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
+    });
+    worker.stdout.pipe(process.stderr);
+    worker.unref();
+    this.worker = worker;
+    this.syncPort = port1;
+    this.mirror.hold();
+    port1.on('message', (req: SyncRequest) => {
+      let answer: { ok: boolean; value?: unknown; error?: string };
+      try {
+        answer = { ok: true, value: this.answers.answerSync(req) };
+      } catch (err) {
+        answer = { ok: false, error: (err as Error).message };
+      }
+      port1.postMessage(answer);
+      Atomics.store(flag, 0, 1);
+      Atomics.notify(flag, 0);
+    });
+    port1.unref();
+    this.ready = new Promise<void>((resolve, reject) => {
+      const loadLimit = this.opts.loadTimeoutMs + this.opts.graceMs;
+      const timer = setTimeout(() => {
+        if (gen !== this.generation) return;
+        this.kill(`the plugin's top level ran longer than its ${this.opts.loadTimeoutMs} ms limit`);
+        reject(
+          new LuaError(
+            `timeout: the plugin's top-level code ran longer than its ${this.opts.loadTimeoutMs} ms limit and was stopped hard`,
+          ),
+        );
+      }, loadLimit + 10_000);
+      worker.on('message', (msg: FromWorker) => {
+        if (gen !== this.generation) return;
+        if (msg.type === 'loaded') {
+          this.memoryUsed = msg.memory ?? 0;
+          clearTimeout(timer);
+          if (this.activated) {
+            this.mirror.applyHeld();
+            if (this.phase === 'loading' || this.phase === 'dead') this.phase = 'ready';
+          }
+          resolve();
+        } else if (msg.type === 'failed') {
+          clearTimeout(timer);
+          this.mirror.drop();
+          reject(msg.lua ? new LuaError(msg.message) : new Error(msg.message));
+        } else this.onMessage(msg);
+      });
+      worker.on('error', (err) => {
+        if (gen !== this.generation) return;
+        clearTimeout(timer);
+        this.log.error({ err: err.message }, `plugin worker failed: ${err.message}`);
+        reject(new Error(`the plugin's worker failed: ${err.message}`));
+        this.restart(`its worker failed: ${err.message}`);
+      });
+      worker.on('exit', () => {
+        if (gen !== this.generation || this.phase === 'closed') return;
+        clearTimeout(timer);
+        reject(new Error("the plugin's worker stopped"));
+        this.restart('its worker stopped');
+      });
+    });
+    // A restart's failure is reported by restart(); keep the rejection from going unhandled.
+    this.ready.catch(() => undefined);
+  }
+
+  /** Terminates the worker (no wait): its calls in flight fail. */
+  private kill(reason: string): void {
+    this.generation++;
+    void this.worker.terminate();
+    this.syncPort.close();
+    this.mirror.closeBatches();
+    this.failAll(`the plugin was restarted: ${reason}`);
+  }
+
+  /** A stuck or dead worker: start the plugin again from the same code, one log line. */
+  private restart(reason: string): void {
+    if (this.phase === 'closed') return;
+    if (this.phase === 'retired') return this.close();
+    this.kill(reason);
+    this.log.error(
+      { entry: this.opts.source.entry },
+      `plugin restarted: ${reason}; its worker was terminated and the plugin loaded again (its other calls in flight failed)`,
+    );
+    this.phase = 'loading';
+    this.spawn();
+    this.ready.catch((err: Error) => {
+      this.phase = 'dead';
+      this.opts.registry.reset(this.opts.source.name);
+      this.log.error({ entry: this.opts.source.entry }, `plugin failed to restart: ${err.message}`);
+    });
+  }
+
+  private failAll(reason: string): void {
+    for (const [id, c] of this.calls) {
+      clearTimeout(c.timer);
+      this.calls.delete(id);
+      c.reject(new Error(reason));
+    }
+  }
+
+  // ---- calls into the plugin ---------------------------------------------------------------
+
+  /** Runs one handler in the worker; `limitMs` is the handler's own time limit. */
+  invoke(
+    kind: Extract<ToWorker, { type: 'invoke' }>['kind'],
+    name: string,
+    input: unknown,
+    ctx: CallContext,
+    limitMs: number | undefined,
+    complete?: Extract<ToWorker, { type: 'invoke' }>['complete'],
+  ): Promise<unknown> {
+    if (this.phase === 'loading') {
+      return this.ready.then(() => this.invoke(kind, name, input, ctx, limitMs, complete));
+    }
+    if (this.phase === 'closed' || this.phase === 'dead') {
+      return Promise.reject(new Error(`the plugin '${this.opts.source.name}' is not running`));
+    }
+    const id = nextCall++;
+    const limit = limitMs ?? DEFAULT_TIMEOUT_MS;
+    const what = `${kind.startsWith('complete') ? 'completion' : kind} '${name}'`;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => this.overran(id), limit + this.opts.graceMs);
+      this.calls.set(id, { resolve, reject, timer, ctx, what, limitMs: limit });
+      const peer = ctx.peer;
+      this.worker.postMessage({
+        type: 'invoke',
+        id,
+        kind,
+        name,
+        input,
+        ctx: plainContext(ctx),
+        peer:
+          peer === undefined
+            ? undefined
+            : { caps: peer.clientCapabilities, pollLater: typeof peer.pollLater === 'function' },
+        complete,
+      } satisfies ToWorker);
+    });
+  }
+
+  private overran(id: number): void {
+    const c = this.calls.get(id);
+    if (!c) return;
+    this.calls.delete(id);
+    clearTimeout(c.timer);
+    c.reject(
+      new Error(
+        `timeout: the handler of ${c.what} ran longer than its ${c.limitMs} ms limit and was stopped hard (it was stuck in one long library call such as a backtracking pattern match, a __gc finalizer or an xpcall message handler)`,
+      ),
+    );
+    this.restart(
+      `the handler of ${c.what} overran its ${c.limitMs} ms limit by ${this.opts.graceMs} ms`,
+    );
+  }
+
+  private settle(id: number, ok: boolean, value: unknown, error?: string, code?: string): void {
+    const c = this.calls.get(id);
+    if (!c) return;
+    this.calls.delete(id);
+    clearTimeout(c.timer);
+    this.remember(id, c.ctx);
+    if (ok) c.resolve(value);
+    else c.reject(code ? new RegistryError(code as never, error ?? '') : new Error(error));
+    if (this.phase === 'retired' && this.calls.size === 0) this.close();
+  }
+
+  private remember(id: number, ctx: CallContext): void {
+    this.finished.set(id, ctx);
+    if (this.finished.size > FINISHED_KEPT) {
+      const oldest = this.finished.keys().next().value as number;
+      this.finished.delete(oldest);
+    }
+  }
+
+  // ---- what the worker asks ----------------------------------------------------------------
+
+  private onMessage(msg: FromWorker): void {
+    switch (msg.type) {
+      case 'result':
+        if (msg.memory !== undefined) this.memoryUsed = msg.memory;
+        return this.settle(msg.id, msg.ok, msg.value, msg.error, msg.code);
+      case 'register':
+      case 'remove':
+      case 'reset':
+      case 'batch':
+      case 'resource-updated':
+        this.mirror.receive(msg);
+        return;
+      case 'watch': {
+        const signal = this.calls.get(msg.id)?.ctx.signal;
+        if (!signal) return;
+        const abort = () => this.post({ type: 'abort', id: msg.id });
+        if (signal.aborted) abort();
+        else signal.addEventListener('abort', abort, { once: true });
+        return;
+      }
+      case 'peer': {
+        const [level, data, logger] = msg.args as Parameters<
+          NonNullable<CallContext['peer']>['log']
+        >;
+        this.calls.get(msg.id)?.ctx.peer?.log(level, data, logger);
+        return;
+      }
+      case 'request':
+        return void this.answerAsync(msg);
+      case 'callback-done': {
+        const c = this.callbacks.get(msg.id);
+        if (!c) return;
+        this.callbacks.delete(msg.id);
+        clearTimeout(c.timer);
+        if (msg.ok) c.resolve(msg.value);
+        else c.reject(new Error(msg.error));
+        return;
+      }
+    }
+  }
+
+  private post(msg: ToWorker): void {
+    try {
+      this.worker.postMessage(msg);
+    } catch (err) {
+      if (msg.type === 'answer')
+        this.worker.postMessage({
+          type: 'answer',
+          id: msg.id,
+          ok: false,
+          error: `the answer cannot be passed to the plugin: ${(err as Error).message}`,
+        } satisfies ToWorker);
+    }
+  }
+
+  private async answerAsync(msg: Extract<FromWorker, { type: 'request' }>): Promise<void> {
+    const gen = this.generation;
+    let answer: ToWorker;
+    try {
+      const value = await this.answers.request(msg);
+      answer = { type: 'answer', id: msg.id, ok: true, value };
+    } catch (err) {
+      const e = err as Error & { code?: string };
+      answer = { type: 'answer', id: msg.id, ok: false, error: e.message, code: e.code };
+    }
+    if (gen === this.generation) this.post(answer);
+  }
+}

@@ -1,0 +1,205 @@
+/**
+ * A plugin's worker thread: its own wasm Lua module and the plugin's state, with the unchanged
+ * Lua API installed against a RemoteRegistry. The hub's thread mirrors what the plugin registers
+ * and sends each call here; it terminates this thread when a call overstays its limit (a long C
+ * call, a finalizer or a message handler cannot be stopped from inside) and starts a fresh one.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { createLogger } from '../log.js';
+import { LuaError } from '../lua/errors.js';
+import { LuaState } from '../lua/state.js';
+import { installApi, endForgottenBatches, settleUpstreams } from '../lua-api/index.js';
+import { useUpstreams } from '../upstream/manager.js';
+import { RemoteUpstreams } from './remote-upstreams.js';
+import type { CallContext, CallPeer, ToolEntry } from '../registry/types.js';
+import { findModule } from './find-module.js';
+import { RemoteRegistry, remoteView, syncLink, type HubLink } from './remote-registry.js';
+import type { FromWorker, PluginWorkerSetup, ToWorker } from './worker-protocol.js';
+
+const setup = workerData as PluginWorkerSetup;
+const port = parentPort!;
+const owner = setup.source.name;
+const post = (msg: FromWorker): void => port.postMessage(msg);
+const log = createLogger(setup.logLevel).child({ plugin: owner });
+
+/** Asynchronous requests to the hub's thread, by id. */
+const asked = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+let nextAsk = 1;
+/** Calls from the hub running here: their cancellation, made when the code first waits. */
+const running = new Map<number, { controller: AbortController | undefined }>();
+
+const link: HubLink = {
+  post,
+  ask: syncLink(setup.syncPort, setup.flag),
+  request: (op, args, origin, ctx) =>
+    new Promise((resolve, reject) => {
+      const id = nextAsk++;
+      asked.set(id, { resolve, reject });
+      post({ type: 'request', id, op, args, origin, ctx });
+    }),
+};
+
+const registry = new RemoteRegistry(setup.hubId, link);
+const upstreams = new RemoteUpstreams(registry, link);
+useUpstreams(registry, upstreams);
+function remotePeer(
+  id: number,
+  peer: { caps: Record<string, unknown> | undefined; pollLater: boolean },
+): CallPeer {
+  const origin = { call: id };
+  const out: CallPeer = {
+    clientCapabilities: peer.caps,
+    progress: (progress, total, message) =>
+      link.ask({ op: 'progress', origin, args: [progress, total, message] }) as boolean,
+    log: (level, data, logger) =>
+      post({ type: 'peer', id, method: 'log', args: [level, data, logger] }),
+    request: (method, params, opts) =>
+      link.request('peerRequest', [method, params, opts], origin) as Promise<
+        Record<string, unknown>
+      >,
+  };
+  if (peer.pollLater)
+    out.pollLater = (ms) => link.ask({ op: 'pollLater', origin, args: [ms] }) as boolean;
+  return out;
+}
+
+/** The context a handler here sees: the caller's data, its client, view and cancellation by id. */
+function contextOf(msg: Extract<ToWorker, { type: 'invoke' }>): CallContext {
+  const call = { controller: undefined as AbortController | undefined };
+  running.set(msg.id, call);
+  const ctx: CallContext = { ...msg.ctx, filter: remoteView({ call: msg.id }) };
+  if (msg.peer) ctx.peer = remotePeer(msg.id, msg.peer);
+  Object.defineProperty(ctx, 'signal', {
+    enumerable: true,
+    configurable: true,
+    get: () => {
+      if (!call.controller) {
+        call.controller = new AbortController();
+        post({ type: 'watch', id: msg.id });
+      }
+      return call.controller.signal;
+    },
+  });
+  return ctx;
+}
+
+async function run(msg: Extract<ToWorker, { type: 'invoke' }>): Promise<unknown> {
+  const ctx = contextOf(msg);
+  switch (msg.kind) {
+    case 'tool': {
+      const entry: ToolEntry | undefined = registry.getTool(msg.name);
+      if (!entry) throw new Error(`Unknown tool: ${msg.name}`);
+      return entry.handler(msg.input as Record<string, unknown>, ctx);
+    }
+    case 'prompt': {
+      const entry = registry.getPromptEntry(msg.name);
+      if (!entry) throw new Error(`Unknown prompt: ${msg.name}`);
+      return entry.handler(msg.input as Record<string, string>, ctx);
+    }
+    case 'resource': {
+      const entry = registry.resourceEntry(msg.name);
+      if (!entry) throw new Error(`Resource not found: ${msg.name}`);
+      const { uri, params } = msg.input as { uri: string; params: Record<string, string> };
+      return entry.handler(uri, params, ctx);
+    }
+    default: {
+      const c = msg.complete!;
+      const ref =
+        msg.kind === 'complete-prompt'
+          ? { type: 'ref/prompt', name: msg.name }
+          : { type: 'ref/resource', uri: msg.name };
+      return registry.complete(ref, c.argument, c.value, c.context, ctx);
+    }
+  }
+}
+
+function invoke(msg: Extract<ToWorker, { type: 'invoke' }>): void {
+  run(msg)
+    .then(
+      (value) => post({ type: 'result', id: msg.id, ok: true, value, memory: state?.memoryUsed }),
+      (err: unknown) => {
+        const e = err as Error & { code?: string };
+        post({
+          type: 'result',
+          id: msg.id,
+          ok: false,
+          error: e instanceof Error ? e.message : String(err),
+          code: typeof e?.code === 'string' ? e.code : undefined,
+        });
+      },
+    )
+    .finally(() => running.delete(msg.id));
+}
+
+let state: LuaState | undefined;
+
+async function load(): Promise<void> {
+  try {
+    state = await LuaState.create({
+      name: owner,
+      memoryLimit: setup.memoryLimit,
+      print: (text) => log.info({ source: 'print' }, text),
+      findModule: (name) => findModule(setup.source, name),
+    });
+    const views = setup.sessionViews
+      ? (uuid: string) => {
+          const v = link.ask({ op: 'sessionView', origin: {}, args: [uuid] }) as string;
+          return v === 'none' ? null : v === 'all' ? undefined : remoteView({ session: uuid });
+        }
+      : undefined;
+    installApi(state, {
+      registry,
+      owner,
+      logger: log,
+      root: setup.source.folder,
+      sessionViews: views,
+      settings: setup.settings,
+      limits: setup.limits,
+    });
+    const ref = state.load(setup.code, setup.chunkname);
+    await state.call(ref, [], { timeoutMs: setup.loadTimeoutMs });
+    state.unref(ref);
+    endForgottenBatches(state);
+    void settleUpstreams(registry, owner, state);
+    post({ type: 'loaded', memory: state?.memoryUsed });
+  } catch (err) {
+    if (state) endForgottenBatches(state);
+    post({
+      type: 'failed',
+      message: err instanceof Error ? err.message : String(err),
+      lua: err instanceof LuaError,
+    });
+  }
+}
+
+function close(): void {
+  // The plugin's proxies live on the hub's thread, which settles them.
+  state?.close();
+  post({ type: 'closed' });
+}
+
+port.on('message', (msg: ToWorker) => {
+  switch (msg.type) {
+    case 'invoke':
+      return invoke(msg);
+    case 'answer': {
+      const a = asked.get(msg.id);
+      if (!a) return;
+      asked.delete(msg.id);
+      if (msg.ok) return a.resolve(msg.value);
+      return a.reject(Object.assign(new Error(msg.error ?? 'failed'), { code: msg.code }));
+    }
+    case 'abort':
+      return running.get(msg.id)?.controller?.abort();
+    case 'callback':
+      return void upstreams.callback(msg.url, msg.which, msg.args).then(
+        (value) => post({ type: 'callback-done', id: msg.id, ok: true, value }),
+        (err: unknown) =>
+          post({ type: 'callback-done', id: msg.id, ok: false, error: (err as Error).message }),
+      );
+    case 'close':
+      return close();
+  }
+});
+
+void load();
