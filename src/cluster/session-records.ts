@@ -26,13 +26,14 @@ export interface ProtocolSessionRecord {
   streamOwner?: string;
 }
 
-/** The fields a request may change after `initialize`. */
-export type SessionPatch = Partial<
-  Pick<
-    ProtocolSessionRecord,
-    'protocolVersion' | 'principal' | 'logLevel' | 'clientCapabilities' | 'streamOwner'
-  >
-> & { streamOwner?: string | null; logLevel?: string | null };
+/** The fields a request may change after `initialize`; null clears one. */
+export interface SessionPatch {
+  protocolVersion?: string;
+  principal?: string;
+  logLevel?: string | null;
+  clientCapabilities?: Record<string, unknown>;
+  streamOwner?: string | null;
+}
 
 export interface StoredEvent {
   seq: number;
