@@ -14,6 +14,10 @@ import { Access, checkExposure, isLoopback } from '../access.js';
 import { addSessionCommands } from './session-commands.js';
 import { runScript } from './run-script.js';
 import { toJsonText } from '../registry/results.js';
+import { endpointUrl } from '../config/settings.js';
+import { openCluster, type Cluster } from '../cluster/index.js';
+import { runPrimary, workerSlot } from '../cluster/primary.js';
+import { bridgeResourceUpdates } from '../cluster/registry-bridge.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -25,6 +29,13 @@ function port(value: string): number {
 function positive(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('a positive number is needed');
+  return n;
+}
+
+function workerCount(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 64)
+    throw new InvalidArgumentError('an integer from 1 to 64');
   return n;
 }
 
@@ -51,6 +62,8 @@ interface ServeFlags {
   url?: string;
   session?: string;
   force?: boolean;
+  redis?: string;
+  workers?: number;
 }
 
 async function serve(flags: ServeFlags): Promise<void> {
@@ -63,6 +76,18 @@ async function serve(flags: ServeFlags): Promise<void> {
   if (flags.session !== undefined && !flags.stdio)
     throw new Error('--session is for --stdio; over HTTP a session presents its token');
   if (!flags.stdio) checkExposure(s, flags.force === true, logger);
+  if (s.cluster.workers > 1 && workerSlot() === undefined) {
+    if (flags.stdio) throw new Error('--workers is for HTTP; stdio serves one client');
+    await runPrimary({
+      workers: s.cluster.workers,
+      logger,
+      onListening: ({ port }) =>
+        process.stderr.write(
+          `moonhub: serving MCP at ${endpointUrl(s, port)} (${s.cluster.workers} workers)\n`,
+        ),
+    });
+    return;
+  }
   let access: Access | undefined = undefined;
   const hub = await startHub({
     hubId: s.hub_id,
@@ -87,6 +112,23 @@ async function serve(flags: ServeFlags): Promise<void> {
     throw err;
   }
   const onError = (err: unknown) => logger.error({ err }, 'internal error while serving a request');
+  let cluster: Cluster | undefined;
+  if (!flags.stdio && (s.cluster.redis !== undefined || workerSlot() !== undefined)) {
+    try {
+      cluster = await openCluster({
+        hubId: s.hub_id,
+        dataDir: s.dataDir,
+        redis: s.cluster.redis,
+        prefix: s.cluster.prefix,
+        worker: workerSlot() !== undefined,
+        onError: (err, where) => logger.warn({ err, where }, 'cluster bus or store failure'),
+      });
+    } catch (err) {
+      await Promise.allSettled([access.close(), hub.stop()]);
+      throw err;
+    }
+    bridgeResourceUpdates(hub.registry, cluster.bus);
+  }
 
   if (flags.stdio) {
     let server: ReturnType<typeof serveStdio>;
@@ -115,14 +157,24 @@ async function serve(flags: ServeFlags): Promise<void> {
     ...access.httpOptions(),
   });
   access.listening(http.url, http.handler);
+  const slot = workerSlot();
+  if (cluster !== undefined) {
+    // Which process answered: for operators checking their load balancer (and the tests).
+    const id = cluster.instanceId;
+    http.server.prependListener('request', (_req, res) => res.setHeader('X-Moonhub-Instance', id));
+  }
   process.stderr.write(
-    `moonhub: serving MCP at ${http.url} (${hub.registry.countTools()} tools)\n`,
+    slot === undefined
+      ? `moonhub: serving MCP at ${http.url} (${hub.registry.countTools()} tools${cluster === undefined ? '' : `, instance ${cluster.instanceId}`})\n`
+      : `moonhub: worker ${slot} (pid ${process.pid}, instance ${cluster!.instanceId}) ready at ${http.url} (${hub.registry.countTools()} tools)\n`,
   );
   await new Promise<void>((done) => {
     const stop = () => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
-      void Promise.allSettled([http.close(), access.close(), hub.stop()]).then(() => done());
+      void Promise.allSettled([http.close(), access.close(), hub.stop()])
+        .then(() => cluster?.close())
+        .then(() => done());
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
@@ -188,6 +240,16 @@ export function buildProgram(): Command {
     .option('--url <url>', "the endpoint's public URL (default http://HOST:PORT/mcp)")
     .option('--session <uuid>', 'with --stdio: act as this session (its agent, target and view)')
     .option('--force', 'serve auth mode none on a non-loopback address anyway (dangerous)')
+    .option(
+      '--redis <url>',
+      "share sessions, revocations and notifications with other instances through this Redis (the config's cluster.redis)",
+    )
+    .addOption(
+      new Option(
+        '--workers <n>',
+        'worker processes serving one port on this machine (default 1)',
+      ).argParser(workerCount),
+    )
     .action((flags: ServeFlags) => serve(flags));
 
   program

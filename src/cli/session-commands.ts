@@ -7,11 +7,13 @@ import { resolveSettings, endpointUrl, type SettingsFlags } from '../config/sett
 import { SessionStore } from '../sessions/store.js';
 import { issueSession, sessionRequestProblem } from '../sessions/issue.js';
 import { ADMIN_PREFIX } from '../sessions/admin-api.js';
+import { SessionSync } from '../sessions/redis-sync.js';
 
 interface CommonFlags {
   config?: string;
   data?: string;
   hubId?: string;
+  redis?: string;
 }
 
 interface CreateFlags extends CommonFlags {
@@ -27,23 +29,37 @@ function print(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
-function withStore<T>(flags: SettingsFlags, fn: (store: SessionStore, hubId: string) => T): T {
+/**
+ * Runs `fn` on the data folder's database; with `cluster.redis` (or --redis) the database is
+ * first brought up to date from Redis, and the change reaches Redis before the command ends.
+ */
+async function withStore<T>(
+  flags: SettingsFlags,
+  fn: (store: SessionStore, hubId: string) => T,
+): Promise<T> {
   const s = resolveSettings(flags);
   const store = SessionStore.open(s.dataDir);
+  let sync: SessionSync | undefined;
   try {
+    if (s.cluster.redis !== undefined)
+      sync = await SessionSync.start(store, {
+        url: s.cluster.redis,
+        prefix: `${s.cluster.prefix ?? 'moonhub'}:${s.hub_id}`,
+      });
     return fn(store, s.hub_id);
   } finally {
+    await sync?.close();
     store.close();
   }
 }
 
-function create(flags: CreateFlags): void {
+async function create(flags: CreateFlags): Promise<void> {
   const s = resolveSettings(flags);
   const url = endpointUrl(s);
   if (flags.admin) {
     if (flags.agent !== undefined || flags.target !== undefined)
       throw new Error('an admin session has no agent or target: drop --agent/--target or --admin');
-    withStore(flags, (store, hubId) => {
+    await withStore(flags, (store, hubId) => {
       const { record, token } = store.create({ hub_id: hubId, role: 'admin', name: flags.name });
       print({
         session_uuid: record.session_uuid,
@@ -58,7 +74,7 @@ function create(flags: CreateFlags): void {
   const req = { agent: flags.agent, target: flags.target, name: flags.name };
   const why = sessionRequestProblem(s.config, req);
   if (why !== undefined) throw new Error(why);
-  withStore(flags, (store, hubId) =>
+  await withStore(flags, (store, hubId) =>
     print(
       issueSession(store, hubId, req, url, {
         dataDir: s.dataDir,
@@ -89,7 +105,8 @@ export function addSessionCommands(
       .option(
         '--hub-id <id>',
         'the hub the session belongs to (default: the config\'s, or "moonhub")',
-      );
+      )
+      .option('--redis <url>', "the cluster's Redis (default: the config's cluster.redis)");
 
   common(
     session

@@ -50,6 +50,17 @@ export interface HubConfig {
   auth?: AuthConfig;
   /** The `execute` built-in and its limits; false leaves it out. */
   execute?: ExecuteConfig | false;
+  /** Many processes serving as one hub (docs/scale-out.md). */
+  cluster?: ClusterConfig;
+}
+
+export interface ClusterConfig {
+  /** Redis URL shared by every instance (--redis). */
+  redis?: string;
+  /** Key and channel prefix, followed by the hub id (default "moonhub"). */
+  prefix?: string;
+  /** Worker processes on one port (--workers; default 1). */
+  workers?: number;
 }
 
 export function loadConfig(file: string): HubConfig {

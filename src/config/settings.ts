@@ -16,6 +16,8 @@ export interface SettingsFlags {
   auth?: AuthMode;
   data?: string;
   url?: string;
+  redis?: string;
+  workers?: number;
 }
 
 export interface Settings {
@@ -33,6 +35,8 @@ export interface Settings {
   publicUrl: string | undefined;
   /** The `execute` built-in's options from the config file (`enabled: false` leaves it out). */
   execute: ExecuteOptions;
+  /** Scale-out (docs/scale-out.md): Redis URL, key prefix, worker processes (1: none). */
+  cluster: { redis: string | undefined; prefix: string | undefined; workers: number };
 }
 
 const DEFAULT_PORT = 8848;
@@ -65,6 +69,11 @@ export function resolveSettings(flags: SettingsFlags): Settings {
     dataDir: resolve(flags.data ?? DEFAULT_DATA_DIR),
     publicUrl: flags.url ?? config.public_url,
     execute: executeOptionsOf(config.execute),
+    cluster: {
+      redis: flags.redis ?? config.cluster?.redis,
+      prefix: config.cluster?.prefix,
+      workers: flags.workers ?? config.cluster?.workers ?? 1,
+    },
   };
 }
 
