@@ -174,6 +174,35 @@ describe(
       ctl.abort();
     });
 
+    it('a 2026-07-28 tools/call sends no command to Redis', async () => {
+      const { Redis } = await import('ioredis');
+      const monitor = new Redis(redis.url);
+      const seen: string[] = [];
+      const m = await monitor.monitor();
+      m.on('monitor', (_time: string, args: string[]) => seen.push(args.join(' ')));
+      // Warm up (a first call may open things), then count.
+      const call = { method: 'tools/call', params: { name: 'probe.echo', arguments: {} } };
+      assert.equal((await rawPost(hubA.url, call, bearer(agentToken))).status, 200);
+      await new Promise((r) => setTimeout(r, 100));
+      seen.length = 0;
+      for (let i = 0; i < 20; i++) {
+        const r = await rawPost(hubA.url, call, bearer(agentToken));
+        assert.equal(r.status, 200, r.text);
+      }
+      // The monitor works: a command of our own shows up, and nothing else did.
+      const probe = new Redis(redis.url);
+      await probe.get('monitor-check');
+      await new Promise((r) => setTimeout(r, 200));
+      probe.disconnect();
+      m.disconnect();
+      monitor.disconnect();
+      assert.deepEqual(
+        seen.filter((c) => !/^(client|hello|info)\b/i.test(c)),
+        ['get monitor-check'],
+        'Redis commands during 20 calls',
+      );
+    });
+
     it('an instance killed mid-run: clients carry on through the other', async () => {
       hubB.child.kill('SIGKILL');
       await new Promise((r) => hubB.child.once('exit', r));
