@@ -3,6 +3,7 @@
  * loaded plugins). Logs go to stderr; stdout carries only MCP (stdio) or a script's result.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
+import type { Server } from 'node:http';
 import { resolve } from 'node:path';
 import { createLogger } from '../log.js';
 import { startHub } from '../hub.js';
@@ -66,6 +67,41 @@ interface ServeFlags {
   workers?: number;
 }
 
+/** The scale-out modes' shared state (docs/scale-out.md); none for a single process. */
+async function openServeCluster(
+  s: ReturnType<typeof resolveSettings>,
+  logger: ReturnType<typeof createLogger>,
+): Promise<Cluster | undefined> {
+  if (s.cluster.redis === undefined && workerSlot() === undefined) return undefined;
+  return openCluster({
+    hubId: s.hub_id,
+    dataDir: s.dataDir,
+    redis: s.cluster.redis,
+    prefix: s.cluster.prefix,
+    worker: workerSlot() !== undefined,
+    onError: (err, where) => logger.warn({ err, where }, 'cluster bus or store failure'),
+  });
+}
+
+/** The ready line on stderr (tests and scripts wait for it); a worker's names its pid. */
+function announce(
+  http: { url: string; server: Server },
+  tools: number,
+  cluster: Cluster | undefined,
+): void {
+  const slot = workerSlot();
+  if (cluster !== undefined) {
+    // Which process answered: for operators checking their load balancer (and the tests).
+    const id = cluster.instanceId;
+    http.server.prependListener('request', (_req, res) => res.setHeader('X-Moonhub-Instance', id));
+  }
+  process.stderr.write(
+    slot === undefined
+      ? `moonhub: serving MCP at ${http.url} (${tools} tools${cluster === undefined ? '' : `, instance ${cluster.instanceId}`})\n`
+      : `moonhub: worker ${slot} (pid ${process.pid}, instance ${cluster!.instanceId}) ready at ${http.url} (${tools} tools)\n`,
+  );
+}
+
 async function serve(flags: ServeFlags): Promise<void> {
   const logger = createLogger(flags.logLevel);
   const s = resolveSettings(flags);
@@ -113,22 +149,13 @@ async function serve(flags: ServeFlags): Promise<void> {
   }
   const onError = (err: unknown) => logger.error({ err }, 'internal error while serving a request');
   let cluster: Cluster | undefined;
-  if (!flags.stdio && (s.cluster.redis !== undefined || workerSlot() !== undefined)) {
-    try {
-      cluster = await openCluster({
-        hubId: s.hub_id,
-        dataDir: s.dataDir,
-        redis: s.cluster.redis,
-        prefix: s.cluster.prefix,
-        worker: workerSlot() !== undefined,
-        onError: (err, where) => logger.warn({ err, where }, 'cluster bus or store failure'),
-      });
-    } catch (err) {
-      await Promise.allSettled([access.close(), hub.stop()]);
-      throw err;
-    }
-    bridgeResourceUpdates(hub.registry, cluster.bus);
+  try {
+    cluster = flags.stdio ? undefined : await openServeCluster(s, logger);
+  } catch (err) {
+    await Promise.allSettled([access.close(), hub.stop()]);
+    throw err;
   }
+  if (cluster !== undefined) bridgeResourceUpdates(hub.registry, cluster.bus);
 
   if (flags.stdio) {
     let server: ReturnType<typeof serveStdio>;
@@ -157,17 +184,7 @@ async function serve(flags: ServeFlags): Promise<void> {
     ...access.httpOptions(),
   });
   access.listening(http.url, http.handler);
-  const slot = workerSlot();
-  if (cluster !== undefined) {
-    // Which process answered: for operators checking their load balancer (and the tests).
-    const id = cluster.instanceId;
-    http.server.prependListener('request', (_req, res) => res.setHeader('X-Moonhub-Instance', id));
-  }
-  process.stderr.write(
-    slot === undefined
-      ? `moonhub: serving MCP at ${http.url} (${hub.registry.countTools()} tools${cluster === undefined ? '' : `, instance ${cluster.instanceId}`})\n`
-      : `moonhub: worker ${slot} (pid ${process.pid}, instance ${cluster!.instanceId}) ready at ${http.url} (${hub.registry.countTools()} tools)\n`,
-  );
+  announce(http, hub.registry.countTools(), cluster);
   await new Promise<void>((done) => {
     const stop = () => {
       process.off('SIGINT', stop);

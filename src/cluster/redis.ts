@@ -56,14 +56,20 @@ export async function connectRedis(url: string, opts: RedisConnectOptions): Prom
   });
   // Errors are reported through the promises of the commands; without a listener ioredis
   // would print each reconnection failure on its own.
-  redis.on('error', () => {});
+  let cause: Error | undefined;
+  const onError = (err: Error) => (cause ??= err);
+  redis.on('error', onError);
   try {
     await redis.connect();
     await redis.ping();
   } catch (err) {
     redis.disconnect();
-    throw new Error(`cannot reach Redis at ${redactRedisUrl(url)}: ${(err as Error).message}`);
+    // The socket's own error (ECONNREFUSED, ENOTFOUND, NOAUTH) says more than "closed".
+    const why = (cause ?? (err as Error)).message;
+    throw new Error(`cannot reach Redis at ${redactRedisUrl(url)}: ${why}`);
   }
+  redis.off('error', onError);
+  redis.on('error', () => {});
   return redis;
 }
 
