@@ -22,6 +22,7 @@ import {
 import type { Settings } from './config/settings.js';
 import { DATABASE_FILE, SessionStore } from './sessions/store.js';
 import { adminApi } from './sessions/admin-api.js';
+import { SessionSync } from './sessions/redis-sync.js';
 import { PrincipalDirectory, sessionPrincipal } from './auth/principals.js';
 import { oauthAuthenticator, tokenAuthenticator, type Authenticate } from './auth/authenticate.js';
 import { METADATA_PATH, metadataDocument, metadataUrlFor, sendMetadata } from './auth/metadata.js';
@@ -99,6 +100,8 @@ export class Access {
   private readonly poller: NodeJS.Timeout;
   private storeVersion = -1;
   private http: McpHttpHandler | undefined;
+  /** With `cluster.redis`: the sessions database as a replica of the cluster's sessions. */
+  private sync: SessionSync | undefined;
 
   private constructor(
     private readonly opts: AccessOptions,
@@ -121,11 +124,17 @@ export class Access {
       logger: opts.logger,
       watch: opts.watch,
     });
-    // The database is made when sessions are needed (token mode); otherwise used if it exists.
+    // The database is made when sessions are needed (token mode, or shared through Redis);
+    // otherwise used if it exists.
+    const redis = s.cluster.redis;
     const store =
-      s.authMode === 'token' || existsSync(join(s.dataDir, DATABASE_FILE))
+      s.authMode === 'token' || redis !== undefined || existsSync(join(s.dataDir, DATABASE_FILE))
         ? SessionStore.open(s.dataDir)
         : undefined;
+    const sync =
+      redis === undefined || store === undefined
+        ? undefined
+        : await startSessionSync(store, s, opts.logger);
     let views: Views | undefined = undefined;
     const directory = new PrincipalDirectory(store, s.hub_id, () => views?.invalidate());
     views = new Views({
@@ -133,7 +142,9 @@ export class Access {
       source,
       subjectOf: (principal) => directory.get(principal),
     });
-    return new Access(opts, source, views, directory, store);
+    const access = new Access(opts, source, views, directory, store);
+    access.sync = sync;
+    return access;
   }
 
   /** The database, opened on first need once it exists (a CLI may create it while we run). */
@@ -325,6 +336,30 @@ export class Access {
     clearInterval(this.poller);
     this.views.close();
     await this.source.close();
+    await this.sync?.close().catch(() => {});
     this.store?.close();
+  }
+}
+
+/** Sessions shared through Redis: pulled at start, every change applied as it is announced. */
+async function startSessionSync(
+  store: SessionStore,
+  s: Settings,
+  logger: Logger,
+): Promise<SessionSync> {
+  try {
+    return await SessionSync.start(store, {
+      url: s.cluster.redis!,
+      prefix: `${s.cluster.prefix ?? 'moonhub'}:${s.hub_id}`,
+      onRemoteChange: (row) =>
+        logger.info(
+          { session_uuid: row.uuid, revoked: row.revoked_at !== null },
+          'session changed on another instance',
+        ),
+      onError: (err) => logger.warn({ err }, 'session replication through Redis failed'),
+    });
+  } catch (err) {
+    store.close();
+    throw err;
   }
 }

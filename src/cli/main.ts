@@ -3,6 +3,7 @@
  * loaded plugins). Logs go to stderr; stdout carries only MCP (stdio) or a script's result.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
+import type { Server } from 'node:http';
 import { resolve } from 'node:path';
 import { checkLogFormat, checkLogLevel, createLogger, type LogFormat } from '../log.js';
 import { startOperations } from '../observe/operations.js';
@@ -21,6 +22,10 @@ import { callLine, watchPlugins } from './dev-log.js';
 import { clientSetup, clientSetupText } from '../sessions/client-setup.js';
 import type { CallEvent } from '../server/dispatcher.js';
 import type { Hub } from '../hub.js';
+import { endpointUrl } from '../config/settings.js';
+import { openCluster, type Cluster } from '../cluster/index.js';
+import { runPrimary, workerSlot } from '../cluster/primary.js';
+import { bridgeResourceUpdates } from '../cluster/registry-bridge.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -49,6 +54,14 @@ function logFormat(value: string): LogFormat {
   } catch {
     throw new InvalidArgumentError('one of json, pretty, auto');
   }
+
+}
+
+function workerCount(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 64)
+    throw new InvalidArgumentError('an integer from 1 to 64');
+  return n;
 }
 
 function collect(value: string, previous: string[]): string[] {
@@ -76,6 +89,43 @@ interface ServeFlags {
   url?: string;
   session?: string;
   force?: boolean;
+  redis?: string;
+  workers?: number;
+}
+
+/** The scale-out modes' shared state (docs/scale-out.md); none for a single process. */
+async function openServeCluster(
+  s: ReturnType<typeof resolveSettings>,
+  logger: ReturnType<typeof createLogger>,
+): Promise<Cluster | undefined> {
+  if (s.cluster.redis === undefined && workerSlot() === undefined) return undefined;
+  return openCluster({
+    hubId: s.hub_id,
+    dataDir: s.dataDir,
+    redis: s.cluster.redis,
+    prefix: s.cluster.prefix,
+    worker: workerSlot() !== undefined,
+    onError: (err, where) => logger.warn({ err, where }, 'cluster bus or store failure'),
+  });
+}
+
+/** The ready line on stderr (tests and scripts wait for it); a worker's names its pid. */
+function announce(
+  http: { url: string; server: Server },
+  tools: number,
+  cluster: Cluster | undefined,
+): void {
+  const slot = workerSlot();
+  if (cluster !== undefined) {
+    // Which process answered: for operators checking their load balancer (and the tests).
+    const id = cluster.instanceId;
+    http.server.prependListener('request', (_req, res) => res.setHeader('X-Moonhub-Instance', id));
+  }
+  process.stderr.write(
+    slot === undefined
+      ? `moonhub: serving MCP at ${http.url} (${tools} tools${cluster === undefined ? '' : `, instance ${cluster.instanceId}`})\n`
+      : `moonhub: worker ${slot} (pid ${process.pid}, instance ${cluster!.instanceId}) ready at ${http.url} (${tools} tools)\n`,
+  );
 }
 
 /** What `moonhub dev` adds to `serve`: its per-call line and its start-up text. */
@@ -94,6 +144,18 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
   if (flags.session !== undefined && !flags.stdio)
     throw new Error('--session is for --stdio; over HTTP a session presents its token');
   if (!flags.stdio) checkExposure(s, flags.force === true, logger);
+  if (s.cluster.workers > 1 && workerSlot() === undefined) {
+    if (flags.stdio) throw new Error('--workers is for HTTP; stdio serves one client');
+    await runPrimary({
+      workers: s.cluster.workers,
+      logger,
+      onListening: ({ port }) =>
+        process.stderr.write(
+          `moonhub: serving MCP at ${endpointUrl(s, port)} (${s.cluster.workers} workers)\n`,
+        ),
+    });
+    return;
+  }
   let access: Access | undefined = undefined;
   const hub = await startHub({
     hubId: s.hub_id,
@@ -123,9 +185,11 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     throw err;
   }
   const onError = (err: unknown) => logger.error({ err }, 'internal error while serving a request');
+  let cluster: Cluster | undefined;
   // observe: metrics, traces, audit, health and dashboard (src/observe/operations.ts).
   let ops: Awaited<ReturnType<typeof startOperations>>;
   try {
+    cluster = flags.stdio ? undefined : await openServeCluster(s, logger);
     ops = await startOperations({
       hub,
       access,
@@ -139,6 +203,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     throw err;
   }
   if (ops.metricsUrl !== undefined) process.stderr.write(`moonhub: metrics at ${ops.metricsUrl}\n`);
+  if (cluster !== undefined) bridgeResourceUpdates(hub.registry, cluster.bus);
 
   if (flags.stdio) {
     let server: ReturnType<typeof serveStdio>;
@@ -176,17 +241,15 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     }),
   );
   access.listening(http.url, http.handler);
-  process.stderr.write(
-    `moonhub: serving MCP at ${http.url} (${hub.registry.countTools()} tools)\n`,
-  );
+  announce(http, hub.registry.countTools(), cluster);
   hooks.ready?.(hub, http.url);
   await new Promise<void>((done) => {
     const stop = () => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
-      void Promise.allSettled([http.close(), ops.close(), access.close(), hub.stop()]).then(() =>
-        done(),
-      );
+      void Promise.allSettled([http.close(), ops.close(), access.close(), hub.stop()])
+        .then(() => cluster?.close())
+        .then(() => done());
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
@@ -291,6 +354,16 @@ export function buildProgram(): Command {
     .option('--url <url>', "the endpoint's public URL (default http://HOST:PORT/mcp)")
     .option('--session <uuid>', 'with --stdio: act as this session (its agent, target and view)')
     .option('--force', 'serve auth mode none on a non-loopback address anyway (dangerous)')
+    .option(
+      '--redis <url>',
+      "share sessions, revocations and notifications with other instances through this Redis (the config's cluster.redis)",
+    )
+    .addOption(
+      new Option(
+        '--workers <n>',
+        'worker processes serving one port on this machine (default 1)',
+      ).argParser(workerCount),
+    )
     .action((flags: ServeFlags) => serve(flags));
 
   program

@@ -7,11 +7,13 @@ import { resolveSettings, endpointUrl, type SettingsFlags } from '../config/sett
 import { SessionStore } from '../sessions/store.js';
 import { issueSession, sessionRequestProblem } from '../sessions/issue.js';
 import { ADMIN_PREFIX } from '../sessions/admin-api.js';
+import { SessionSync } from '../sessions/redis-sync.js';
 
 interface CommonFlags {
   config?: string;
   data?: string;
   hubId?: string;
+  redis?: string;
 }
 
 interface CreateFlags extends CommonFlags {
@@ -27,30 +29,43 @@ function print(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
-/** `create` makes the database when needed; `list` and `revoke` only open one that exists. */
-function withStore<T>(
+/**
+ * Runs `fn` on the data folder's database. `create` makes the database when needed; `list` and
+ * `revoke` only open one that exists, unless `cluster.redis` (or --redis) is set: then the
+ * database is first brought up to date from Redis, and the change reaches Redis before the
+ * command ends.
+ */
+async function withStore<T>(
   flags: SettingsFlags,
   fn: (store: SessionStore, hubId: string) => T,
   create = false,
-): T {
+): Promise<T> {
   const s = resolveSettings(flags);
-  const store = create
-    ? SessionStore.open(s.dataDir)
-    : SessionStore.openExisting(s.dataDir, s.dataDirFrom);
+  const store =
+    create || s.cluster.redis !== undefined
+      ? SessionStore.open(s.dataDir)
+      : SessionStore.openExisting(s.dataDir, s.dataDirFrom);
+  let sync: SessionSync | undefined;
   try {
+    if (s.cluster.redis !== undefined)
+      sync = await SessionSync.start(store, {
+        url: s.cluster.redis,
+        prefix: `${s.cluster.prefix ?? 'moonhub'}:${s.hub_id}`,
+      });
     return fn(store, s.hub_id);
   } finally {
+    await sync?.close();
     store.close();
   }
 }
 
-function create(flags: CreateFlags): void {
+async function create(flags: CreateFlags): Promise<void> {
   const s = resolveSettings(flags);
   const url = endpointUrl(s);
   if (flags.admin) {
     if (flags.agent !== undefined || flags.target !== undefined)
       throw new Error('an admin session has no agent or target: drop --agent/--target or --admin');
-    withStore(
+    await withStore(
       flags,
       (store, hubId) => {
         const { record, token } = store.create({ hub_id: hubId, role: 'admin', name: flags.name });
@@ -69,7 +84,7 @@ function create(flags: CreateFlags): void {
   const req = { agent: flags.agent, target: flags.target, name: flags.name };
   const why = sessionRequestProblem(s.config, req);
   if (why !== undefined) throw new Error(why);
-  withStore(
+  await withStore(
     flags,
     (store, hubId) =>
       print(
@@ -103,7 +118,8 @@ export function addSessionCommands(
       .option(
         '--hub-id <id>',
         'the hub the session belongs to (default: the config\'s, or "moonhub")',
-      );
+      )
+      .option('--redis <url>', "the cluster's Redis (default: the config's cluster.redis)");
 
   common(
     session

@@ -77,6 +77,17 @@ export interface HubConfig {
   plugin_limits?: PluginLimitsConfig;
   /** Metrics, health, audit log and dashboard (src/config/observe-config.ts). */
   observe?: ObserveConfig;
+  /** Many processes serving as one hub (docs/scale-out.md). */
+  cluster?: ClusterConfig;
+}
+
+export interface ClusterConfig {
+  /** Redis URL shared by every instance (--redis). */
+  redis?: string;
+  /** Key and channel prefix, followed by the hub id (default "moonhub"). */
+  prefix?: string;
+  /** Worker processes on one port (--workers; default 1). */
+  workers?: number;
 }
 
 export function loadConfig(file: string): HubConfig {

@@ -16,6 +16,8 @@ export interface SettingsFlags {
   auth?: AuthMode;
   data?: string;
   url?: string;
+  redis?: string;
+  workers?: number;
 }
 
 export interface Settings {
@@ -39,6 +41,8 @@ export interface Settings {
   execute: ExecuteSettings;
   /** Where plugins run (`plugins.isolation`) and their hard stop's grace (`plugins.hard_stop_grace_ms`). */
   isolation: { mode?: 'worker' | 'none'; graceMs?: number };
+  /** Scale-out (docs/scale-out.md): Redis URL, key prefix, worker processes (1: none). */
+  cluster: { redis: string | undefined; prefix: string | undefined; workers: number };
 }
 
 const DEFAULT_PORT = 8848;
@@ -79,6 +83,11 @@ export function resolveSettings(flags: SettingsFlags): Settings {
     publicUrl: flags.url ?? config.public_url,
     execute: executeOptionsOf(config.execute),
     isolation: { mode: config.plugins?.isolation, graceMs: config.plugins?.hard_stop_grace_ms },
+    cluster: {
+      redis: flags.redis ?? config.cluster?.redis,
+      prefix: config.cluster?.prefix,
+      workers: flags.workers ?? config.cluster?.workers ?? 1,
+    },
   };
 }
 

@@ -77,6 +77,24 @@ function toRecord(row: Row): SessionRecord {
 
 export const DATABASE_FILE = 'sessions.db';
 
+/**
+ * A session as replicated between hubs (`sessions/redis-sync.ts`): everything the row holds,
+ * the token's hash included (never the token). Times are epoch ms.
+ */
+export interface ReplicatedSession {
+  uuid: string;
+  hub_id: string;
+  role: SessionRole;
+  agent: string | null;
+  target: string | null;
+  name: string | null;
+  selector: string;
+  /** SHA-256 of the token's secret, base64url. */
+  token_hash: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
 export class SessionStore {
   private readonly db: Database.Database;
   private readonly byUuid: Database.Statement<[string], Row>;
@@ -84,6 +102,7 @@ export class SessionStore {
   private readonly dataVersion: Database.Statement<[], number>;
   /** Our own writes, which `PRAGMA data_version` does not count. */
   private localWrites = 0;
+  private readonly writeListeners = new Set<(uuid: string) => void>();
 
   private constructor(db: Database.Database) {
     this.db = db;
@@ -143,7 +162,7 @@ export class SessionStore {
         t.hash,
         Date.now(),
       );
-    this.localWrites++;
+    this.wrote(uuid);
     return { record: this.get(uuid)!, token: t.token };
   }
 
@@ -173,7 +192,7 @@ export class SessionStore {
     const args: unknown[] = [Date.now(), uuid];
     if (hubId !== undefined) args.push(hubId);
     const changed = this.db.prepare(sql).run(...args).changes > 0;
-    if (changed) this.localWrites++;
+    if (changed) this.wrote(uuid);
     return changed;
   }
 
@@ -191,6 +210,62 @@ export class SessionStore {
   /** Changes whenever any process commits to the database: caches compare it. */
   version(): number {
     return this.dataVersion.get()! + this.localWrites;
+  }
+
+  private wrote(uuid: string): void {
+    this.localWrites++;
+    for (const listener of this.writeListeners) listener(uuid);
+  }
+
+  /** Calls `listener` after each session this store creates or revokes (replication). */
+  onWrite(listener: (uuid: string) => void): () => void {
+    this.writeListeners.add(listener);
+    return () => this.writeListeners.delete(listener);
+  }
+
+  /** Every session as replicated between hubs; one of them with `uuid`. */
+  exportRows(uuid?: string): ReplicatedSession[] {
+    const rows = this.db
+      .prepare<unknown[], Omit<ReplicatedSession, 'token_hash'> & { token_hash: Buffer }>(
+        `SELECT ${COLUMNS}, selector, token_hash FROM sessions` +
+          (uuid === undefined ? '' : ' WHERE uuid = ?'),
+      )
+      .all(...(uuid === undefined ? [] : [uuid]));
+    return rows.map((r) => ({ ...r, token_hash: r.token_hash.toString('base64url') }));
+  }
+
+  /**
+   * Merges a session replicated from another hub: a new one is added, a revocation is applied
+   * (a session never comes back from revoked). Returns true when this store changed. Listeners
+   * are not called: the change came from the replica, not from here.
+   */
+  importRow(row: ReplicatedSession): boolean {
+    const hash = Buffer.from(row.token_hash, 'base64url');
+    const added = this.db
+      .prepare(
+        'INSERT OR IGNORE INTO sessions (uuid, hub_id, role, agent, target, name, selector, token_hash, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      )
+      .run(
+        row.uuid,
+        row.hub_id,
+        row.role,
+        row.agent,
+        row.target,
+        row.name,
+        row.selector,
+        hash,
+        row.created_at,
+        row.revoked_at,
+      ).changes;
+    const revoked =
+      row.revoked_at === null
+        ? 0
+        : this.db
+            .prepare('UPDATE sessions SET revoked_at = ? WHERE uuid = ? AND revoked_at IS NULL')
+            .run(row.revoked_at, row.uuid).changes;
+    if (added + revoked === 0) return false;
+    this.localWrites++;
+    return true;
   }
 
   close(): void {

@@ -1,0 +1,201 @@
+/**
+ * Session records and stream events in the machine's SQLite file (`embedded-db.ts`), shared by
+ * the `--workers` of one machine. Each change is one transaction, so two workers changing the
+ * same session (a subscription here, a log level there) do not lose each other's write.
+ */
+import type Database from 'better-sqlite3';
+import {
+  checkStream,
+  recordLimits,
+  type EventReplay,
+  type ProtocolSessionRecord,
+  type RecordLimits,
+  type SessionPatch,
+  type SessionRecordStore,
+} from './session-records.js';
+
+interface Row {
+  record: string;
+  last_seen: number;
+}
+
+export class EmbeddedRecords implements SessionRecordStore {
+  readonly limits: Readonly<RecordLimits>;
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(
+    private readonly db: Database.Database,
+    limits: Partial<RecordLimits> = {},
+  ) {
+    this.limits = recordLimits(limits);
+    this.sweeper = setInterval(() => this.sweep(Date.now()), 30_000);
+    this.sweeper.unref();
+  }
+
+  /** Forgets idle sessions and old events (every 30 s, and when the store is full). */
+  sweep(now: number): void {
+    this.db
+      .prepare('DELETE FROM proto_sessions WHERE last_seen < ?')
+      .run(now - this.limits.idleTimeoutMs);
+    this.db.prepare('DELETE FROM stream_events WHERE at < ?').run(now - this.limits.eventTtlMs);
+  }
+
+  private read(id: string): ProtocolSessionRecord | undefined {
+    const row = this.db
+      .prepare<[string], Row>('SELECT record, last_seen FROM proto_sessions WHERE id = ?')
+      .get(id);
+    if (row === undefined || row.last_seen < Date.now() - this.limits.idleTimeoutMs)
+      return undefined;
+    const rec = JSON.parse(row.record) as ProtocolSessionRecord;
+    rec.lastSeen = row.last_seen;
+    return rec;
+  }
+
+  private write(rec: ProtocolSessionRecord): void {
+    this.db
+      .prepare(
+        'INSERT OR REPLACE INTO proto_sessions (id, principal, record, last_seen) VALUES (?, ?, ?, ?)',
+      )
+      .run(rec.id, rec.principal ?? null, JSON.stringify(rec), rec.lastSeen);
+  }
+
+  private count(): number {
+    return this.db.prepare<[], number>('SELECT count(*) FROM proto_sessions').pluck().get()!;
+  }
+
+  async create(rec: ProtocolSessionRecord): Promise<boolean> {
+    return this.db
+      .transaction(() => {
+        if (this.count() >= this.limits.maxSessions) {
+          this.sweep(Date.now());
+          if (this.count() >= this.limits.maxSessions) return false;
+        }
+        this.write({ ...rec, subscriptions: [...new Set(rec.subscriptions)] });
+        return true;
+      })
+      .immediate();
+  }
+
+  async get(id: string): Promise<ProtocolSessionRecord | undefined> {
+    return this.read(id);
+  }
+
+  /** Read, change, write in one immediate transaction; false when the session is gone. */
+  private change(id: string, fn: (rec: ProtocolSessionRecord) => void): boolean {
+    return this.db
+      .transaction(() => {
+        const rec = this.read(id);
+        if (rec === undefined) return false;
+        fn(rec);
+        this.write(rec);
+        return true;
+      })
+      .immediate();
+  }
+
+  async update(id: string, patch: SessionPatch): Promise<boolean> {
+    return this.change(id, (rec) => applyPatch(rec, patch));
+  }
+
+  async touch(id: string): Promise<boolean> {
+    const now = Date.now();
+    const changed = this.db
+      .prepare('UPDATE proto_sessions SET last_seen = ? WHERE id = ? AND last_seen >= ?')
+      .run(now, id, now - this.limits.idleTimeoutMs).changes;
+    return changed > 0;
+  }
+
+  async subscribe(id: string, uri: string): Promise<'ok' | 'full' | 'gone'> {
+    let full = false;
+    const found = this.change(id, (rec) => {
+      if (rec.subscriptions.includes(uri)) return;
+      if (rec.subscriptions.length >= this.limits.maxSubscriptions) full = true;
+      else rec.subscriptions.push(uri);
+    });
+    return !found ? 'gone' : full ? 'full' : 'ok';
+  }
+
+  async unsubscribe(id: string, uri: string): Promise<boolean> {
+    let had = false;
+    this.change(id, (rec) => {
+      had = rec.subscriptions.includes(uri);
+      rec.subscriptions = rec.subscriptions.filter((u) => u !== uri);
+    });
+    return had;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    return this.db.prepare('DELETE FROM proto_sessions WHERE id = ?').run(id).changes > 0;
+  }
+
+  async sessionsOf(principal: string): Promise<string[]> {
+    return this.db
+      .prepare<[string], string>('SELECT id FROM proto_sessions WHERE principal = ?')
+      .pluck()
+      .all(principal);
+  }
+
+  async appendEvent(stream: string, seq: number, data: string): Promise<void> {
+    checkStream(stream);
+    const now = Date.now();
+    // Too large to keep: a row without data marks the gap, so a replay says it is incomplete.
+    const kept = Buffer.byteLength(data) <= this.limits.maxEventBytes ? data : null;
+    this.db.transaction(() => {
+      this.db
+        .prepare('INSERT OR REPLACE INTO stream_events (stream, seq, data, at) VALUES (?, ?, ?, ?)')
+        .run(stream, seq, kept, now);
+      this.db
+        .prepare('DELETE FROM stream_events WHERE stream = ? AND seq <= ?')
+        .run(stream, seq - this.limits.maxEventsPerStream);
+    })();
+  }
+
+  async eventsAfter(stream: string, afterSeq: number): Promise<EventReplay | undefined> {
+    checkStream(stream);
+    const rows = this.db
+      .prepare<[string, number], { seq: number; data: string | null }>(
+        'SELECT seq, data FROM stream_events WHERE stream = ? AND at >= ? ORDER BY seq',
+      )
+      .all(stream, Date.now() - this.limits.eventTtlMs);
+    return replayOf(rows, afterSeq);
+  }
+
+  async dropStream(stream: string): Promise<void> {
+    checkStream(stream);
+    this.db.prepare('DELETE FROM stream_events WHERE stream = ?').run(stream);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+  }
+}
+
+export function applyPatch(rec: ProtocolSessionRecord, patch: SessionPatch): void {
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === undefined) continue;
+    const key = k as keyof ProtocolSessionRecord;
+    if (v === null) delete rec[key];
+    else (rec as unknown as Record<string, unknown>)[key] = v;
+  }
+}
+
+/**
+ * The replay of a stream from its kept events: those after `afterSeq`, and whether any event
+ * in between was dropped (evicted by the count bound, or too large to keep).
+ */
+export function replayOf(
+  rows: { seq: number; data: string | null }[],
+  afterSeq: number,
+): EventReplay | undefined {
+  if (rows.length === 0) return undefined;
+  let expected = afterSeq + 1;
+  let complete = rows[0]!.seq <= expected;
+  const events: EventReplay['events'] = [];
+  for (const r of rows) {
+    if (r.seq <= afterSeq) continue;
+    if (r.seq !== expected || r.data === null) complete = false;
+    expected = r.seq + 1;
+    if (r.data !== null) events.push({ seq: r.seq, data: r.data });
+  }
+  return { events, complete };
+}

@@ -1,0 +1,121 @@
+/**
+ * The shared state of a hub made of several processes, chosen once per process:
+ *
+ * | mode      | when                     | bus                  | records, counters         |
+ * | --------- | ------------------------ | -------------------- | ------------------------- |
+ * | `single`  | one process (default)    | in-process           | memory (counters), SQLite |
+ * | `workers` | `serve --workers N`      | IPC via the primary  | SQLite in the data folder |
+ * | `redis`   | `cluster.redis` / --redis | Redis pub/sub        | Redis                     |
+ *
+ * The session records and counters are opened on first use, so a hub that never needs them
+ * makes no file and no Redis key.
+ */
+import type Database from 'better-sqlite3';
+import type { MessageBus } from './bus.js';
+import { LocalBus, newInstanceId } from './local-bus.js';
+import { IpcBus } from './ipc-bus.js';
+import { RedisBus } from './redis-bus.js';
+import { closeRedis, connectRedis, DEFAULT_PREFIX, type Redis } from './redis.js';
+import { openClusterDb } from './embedded-db.js';
+import { EmbeddedRecords } from './embedded-records.js';
+import { RedisRecords } from './redis-records.js';
+import { EmbeddedCounters, LocalCounters, type SharedCounters } from './counters.js';
+import { RedisCounters } from './redis-counters.js';
+import { AnswerRouter } from './answers.js';
+import type { RecordLimits, SessionRecordStore } from './session-records.js';
+
+export type ClusterMode = 'single' | 'workers' | 'redis';
+
+export interface ClusterOptions {
+  hubId: string;
+  /** The data folder (embedded records and counters). */
+  dataDir: string;
+  /** `cluster.redis`: instances across machines share Redis. */
+  redis?: string | undefined;
+  /** `cluster.prefix` (default "moonhub"); keys and channels are `<prefix>:<hub_id>:...`. */
+  prefix?: string | undefined;
+  /** This process is one of `serve --workers N` (the IPC bus to the others). */
+  worker?: boolean;
+  limits?: Partial<RecordLimits>;
+  onError?: (err: unknown, where: string) => void;
+}
+
+export interface Cluster {
+  readonly mode: ClusterMode;
+  readonly instanceId: string;
+  /** `<prefix>:<hub_id>`: the namespace of this hub's keys and channels. */
+  readonly namespace: string;
+  readonly bus: MessageBus;
+  readonly answers: AnswerRouter;
+  /** Shared 2025 session records and SSE event logs (opened on first use). */
+  records(): SessionRecordStore;
+  /** Global token buckets (opened on first use). */
+  counters(): SharedCounters;
+  close(): Promise<void>;
+}
+
+export function clusterMode(opts: Pick<ClusterOptions, 'redis' | 'worker'>): ClusterMode {
+  return opts.redis !== undefined ? 'redis' : opts.worker === true ? 'workers' : 'single';
+}
+
+export async function openCluster(opts: ClusterOptions): Promise<Cluster> {
+  const mode = clusterMode(opts);
+  const instanceId = newInstanceId();
+  const namespace = `${opts.prefix ?? DEFAULT_PREFIX}:${opts.hubId}`;
+  const onError = (err: unknown, where: string) => opts.onError?.(err, where);
+  const busError = (err: unknown, channel: string) => onError(err, `bus channel ${channel}`);
+  let redis: Redis | undefined;
+  let bus: MessageBus;
+  if (opts.redis !== undefined) {
+    bus = await RedisBus.open({
+      url: opts.redis,
+      prefix: namespace,
+      instanceId,
+      onError: busError,
+    });
+    try {
+      redis = await connectRedis(opts.redis, { name: `moonhub-${instanceId}-state` });
+    } catch (err) {
+      await bus.close();
+      throw err;
+    }
+  } else if (opts.worker === true) bus = new IpcBus(instanceId, busError);
+  else bus = new LocalBus(instanceId, busError);
+
+  let db: Database.Database | undefined;
+  let records: SessionRecordStore | undefined;
+  let counters: SharedCounters | undefined;
+  const answers = new AnswerRouter(bus);
+  return {
+    mode,
+    instanceId,
+    namespace,
+    bus,
+    answers,
+    records() {
+      if (records !== undefined) return records;
+      if (redis !== undefined) return (records = new RedisRecords(redis, namespace, opts.limits));
+      db ??= openClusterDb(opts.dataDir);
+      return (records = new EmbeddedRecords(db, opts.limits));
+    },
+    counters() {
+      if (counters !== undefined) return counters;
+      if (redis !== undefined) return (counters = new RedisCounters(redis, namespace));
+      if (mode === 'single') return (counters = new LocalCounters());
+      db ??= openClusterDb(opts.dataDir);
+      return (counters = new EmbeddedCounters(db));
+    },
+    async close() {
+      answers.close();
+      await Promise.allSettled([records?.close(), counters?.close(), bus.close()]);
+      if (redis !== undefined) await closeRedis(redis);
+      db?.close();
+    },
+  };
+}
+
+export type { MessageBus, BusHandler } from './bus.js';
+export type { SessionRecordStore, ProtocolSessionRecord, RecordLimits } from './session-records.js';
+export type { SharedCounters, BucketRule, TakeResult } from './counters.js';
+export { AnswerRouter } from './answers.js';
+export { channels, onTopic, publishTopic, type TopicPayloads } from './topics.js';

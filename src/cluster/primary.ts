@@ -1,0 +1,99 @@
+/**
+ * `moonhub serve --workers N`: this process becomes the node:cluster primary. It forks N workers
+ * that each run the whole hub and listen on the same port (the primary accepts connections and
+ * hands them out round-robin), relays their bus messages (`ipc-bus.ts`), restarts a worker that
+ * dies (100 ms doubling to 10 s while they keep dying young), and stops them all on SIGINT or
+ * SIGTERM. It serves nothing itself.
+ */
+import cluster, { type Worker } from 'node:cluster';
+import type { Logger } from '../log.js';
+import { relayBus } from './ipc-bus.js';
+
+export const WORKER_ENV = 'MOONHUB_WORKER';
+/** A worker that lived this long resets the restart backoff. */
+const HEALTHY_MS = 30_000;
+const MAX_BACKOFF_MS = 10_000;
+/** How long stopping workers get before they are killed. */
+const STOP_GRACE_MS = 10_000;
+
+export interface PrimaryOptions {
+  workers: number;
+  logger: Logger;
+  /** Called once every worker listens: the URL clients use. */
+  onListening: (address: { address: string | null; port: number }) => void;
+}
+
+/** Runs until SIGINT/SIGTERM and every worker has stopped. */
+export async function runPrimary(opts: PrimaryOptions): Promise<void> {
+  const { logger } = opts;
+  const live = new Set<Worker>();
+  let stopping = false;
+  let backoff = 100;
+  let announced = false;
+  const listening = new Set<number>();
+
+  const fork = (slot: number): void => {
+    const started = Date.now();
+    const worker = cluster.fork({ [WORKER_ENV]: String(slot) });
+    live.add(worker);
+    relayBus(worker, () => live);
+    worker.on('listening', (address) => {
+      listening.add(slot);
+      logger.info({ worker: slot, pid: worker.process.pid }, 'worker listening');
+      if (!announced && listening.size === opts.workers) {
+        announced = true;
+        opts.onListening(address);
+      }
+    });
+    worker.on('exit', (code, signal) => {
+      live.delete(worker);
+      if (stopping) return;
+      listening.delete(slot);
+      const lived = Date.now() - started;
+      backoff = lived > HEALTHY_MS ? 100 : Math.min(backoff * 2, MAX_BACKOFF_MS);
+      const delay = lived > HEALTHY_MS ? 0 : backoff;
+      logger.error(
+        { worker: slot, pid: worker.process.pid, code, signal, restart_in_ms: delay },
+        'worker died; restarting it',
+      );
+      process.stderr.write(
+        `moonhub: worker ${slot} (pid ${worker.process.pid}) died (${signal ?? code}); restarting\n`,
+      );
+      setTimeout(() => {
+        if (!stopping) fork(slot);
+      }, delay).unref();
+    });
+  };
+
+  for (let slot = 1; slot <= opts.workers; slot++) fork(slot);
+
+  await new Promise<void>((done) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      stopping = true;
+      if (live.size === 0) return done();
+      const killer = setTimeout(() => {
+        for (const w of live) w.process.kill('SIGKILL');
+      }, STOP_GRACE_MS);
+      for (const w of live) {
+        w.once('exit', () => {
+          if (live.size === 0) {
+            clearTimeout(killer);
+            done();
+          }
+        });
+        w.process.kill('SIGTERM');
+      }
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+/** This process is a worker of `serve --workers`: its slot (1..N), else undefined. */
+export function workerSlot(): number | undefined {
+  if (!cluster.isWorker) return undefined;
+  const n = Number(process.env[WORKER_ENV]);
+  return Number.isInteger(n) && n > 0 ? n : undefined;
+}

@@ -1,0 +1,100 @@
+/**
+ * The bus across machines: Redis pub/sub. One connection publishes, one subscribes (a
+ * subscribed Redis connection can do nothing else); channels are `<prefix>:bus:<channel>`, and a
+ * channel is subscribed on Redis only while this process has a handler for it. Our own messages
+ * come back from Redis and are dropped: the publisher's handlers got them locally already.
+ */
+import { HandlerTable, checkChannel, type BusHandler, type MessageBus } from './bus.js';
+import { newInstanceId } from './local-bus.js';
+import { closeRedis, connectRedis, type Redis } from './redis.js';
+
+interface Envelope {
+  o: string;
+  d: unknown;
+}
+
+export interface RedisBusOptions {
+  url: string;
+  prefix: string;
+  instanceId?: string;
+  onError?: (err: unknown, channel: string) => void;
+}
+
+export class RedisBus implements MessageBus {
+  readonly kind = 'redis' as const;
+  private readonly table: HandlerTable;
+  private closed = false;
+
+  private constructor(
+    readonly instanceId: string,
+    private readonly pub: Redis,
+    private readonly sub: Redis,
+    private readonly prefix: string,
+    private readonly onError: (err: unknown, channel: string) => void,
+  ) {
+    this.table = new HandlerTable(onError);
+    sub.on('message', (full: string, text: string) => this.receive(full, text));
+  }
+
+  static async open(opts: RedisBusOptions): Promise<RedisBus> {
+    const id = opts.instanceId ?? newInstanceId();
+    const pub = await connectRedis(opts.url, { name: `moonhub-${id}-pub` });
+    let sub: Redis;
+    try {
+      sub = await connectRedis(opts.url, { name: `moonhub-${id}-sub` });
+    } catch (err) {
+      await closeRedis(pub);
+      throw err;
+    }
+    return new RedisBus(id, pub, sub, `${opts.prefix}:bus:`, opts.onError ?? (() => {}));
+  }
+
+  private receive(full: string, text: string): void {
+    if (!full.startsWith(this.prefix)) return;
+    const channel = full.slice(this.prefix.length);
+    let env: Envelope;
+    try {
+      env = JSON.parse(text) as Envelope;
+    } catch (err) {
+      this.onError(err, channel);
+      return;
+    }
+    if (typeof env?.o !== 'string' || env.o === this.instanceId) return;
+    this.table.deliver(channel, env.d, env.o);
+  }
+
+  publish(channel: string, data: unknown): void {
+    checkChannel(channel);
+    if (this.closed) return;
+    const text = JSON.stringify({ o: this.instanceId, d: data } satisfies Envelope);
+    const copy = data === undefined ? undefined : (JSON.parse(text) as Envelope).d;
+    queueMicrotask(() => this.table.deliver(channel, copy, this.instanceId));
+    this.pub
+      .publish(this.prefix + channel, text)
+      .catch((err: unknown) => this.onError(err, channel));
+  }
+
+  subscribe(channel: string, handler: BusHandler): () => void {
+    const { first, remove } = this.table.add(channel, handler);
+    if (first)
+      this.sub.subscribe(this.prefix + channel).catch((err: unknown) => this.onError(err, channel));
+    return () => {
+      if (remove() && !this.closed)
+        this.sub
+          .unsubscribe(this.prefix + channel)
+          .catch((err: unknown) => this.onError(err, channel));
+    };
+  }
+
+  /** Resolves once Redis has confirmed every subscription made so far (tests, start-up). */
+  async ready(): Promise<void> {
+    const channels = this.table.channels().map((c) => this.prefix + c);
+    if (channels.length > 0) await this.sub.subscribe(...channels);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([closeRedis(this.pub), closeRedis(this.sub)]);
+  }
+}

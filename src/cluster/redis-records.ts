@@ -1,0 +1,242 @@
+/**
+ * Session records and stream events on Redis, for instances on several machines. A session is
+ * a hash (`<prefix>:ps:<id>`, one field per property so that two instances changing different
+ * properties never overwrite each other) and a set of subscriptions, both expiring after the idle
+ * timeout; a sorted set indexes them by last activity for the `maxSessions` bound. Each change is
+ * one Lua script, atomic on the server. A stream's events are a capped list with a TTL.
+ */
+import { replayOf } from './embedded-records.js';
+import type { Redis } from './redis.js';
+import {
+  checkStream,
+  recordLimits,
+  type EventReplay,
+  type ProtocolSessionRecord,
+  type RecordLimits,
+  type SessionPatch,
+  type SessionRecordStore,
+} from './session-records.js';
+
+const CREATE = `
+local now, idle, max = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - idle)
+if redis.call('ZCARD', KEYS[1]) >= max then return 0 end
+redis.call('ZADD', KEYS[1], now, ARGV[4])
+redis.call('DEL', KEYS[2], KEYS[3])
+for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+redis.call('PEXPIRE', KEYS[2], idle)
+if ARGV[5] ~= '' then
+  redis.call('SADD', KEYS[4], ARGV[4])
+  redis.call('PEXPIRE', KEYS[4], idle)
+end
+return 1`;
+
+const UPDATE = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+for i = 1, #ARGV, 2 do
+  if ARGV[i + 1] == '' then redis.call('HDEL', KEYS[1], ARGV[i])
+  else redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+end
+return 1`;
+
+const TOUCH = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local now, idle = tonumber(ARGV[1]), tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'lastSeen', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], idle)
+redis.call('PEXPIRE', KEYS[2], idle)
+redis.call('ZADD', KEYS[3], now, ARGV[3])
+return 1`;
+
+const SUBSCRIBE = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'gone' end
+if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return 'ok' end
+if redis.call('SCARD', KEYS[2]) >= tonumber(ARGV[2]) then return 'full' end
+redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], redis.call('PTTL', KEYS[1]))
+return 'ok'`;
+
+const APPEND = `
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('LTRIM', KEYS[1], -tonumber(ARGV[2]), -1)
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1`;
+
+interface Scripts {
+  mhCreate(...args: (string | number)[]): Promise<number>;
+  mhUpdate(...args: (string | number)[]): Promise<number>;
+  mhTouch(...args: (string | number)[]): Promise<number>;
+  mhSubscribe(...args: (string | number)[]): Promise<'ok' | 'full' | 'gone'>;
+  mhAppend(...args: (string | number)[]): Promise<number>;
+}
+
+const FIELDS = [
+  'protocolVersion',
+  'principal',
+  'logLevel',
+  'clientCapabilities',
+  'streamOwner',
+  'createdAt',
+  'lastSeen',
+] as const;
+
+export class RedisRecords implements SessionRecordStore {
+  readonly limits: Readonly<RecordLimits>;
+  private readonly r: Redis & Scripts;
+  /** When this instance last touched each session: touches closer than this are skipped. */
+  private readonly touched = new Map<string, number>();
+  private readonly touchEveryMs: number;
+
+  constructor(
+    redis: Redis,
+    private readonly prefix: string,
+    limits: Partial<RecordLimits> = {},
+  ) {
+    this.limits = recordLimits(limits);
+    this.touchEveryMs = Math.max(1000, Math.floor(this.limits.idleTimeoutMs / 20));
+    redis.defineCommand('mhCreate', { numberOfKeys: 4, lua: CREATE });
+    redis.defineCommand('mhUpdate', { numberOfKeys: 1, lua: UPDATE });
+    redis.defineCommand('mhTouch', { numberOfKeys: 3, lua: TOUCH });
+    redis.defineCommand('mhSubscribe', { numberOfKeys: 2, lua: SUBSCRIBE });
+    redis.defineCommand('mhAppend', { numberOfKeys: 1, lua: APPEND });
+    this.r = redis as Redis & Scripts;
+  }
+
+  private key(id: string): string {
+    return `${this.prefix}:ps:${id}`;
+  }
+  private subsKey(id: string): string {
+    return `${this.prefix}:ps:${id}:subs`;
+  }
+  private get index(): string {
+    return `${this.prefix}:ps-index`;
+  }
+  private byPrincipal(principal: string): string {
+    return `${this.prefix}:ps-by:${principal}`;
+  }
+
+  async create(rec: ProtocolSessionRecord): Promise<boolean> {
+    const fields: string[] = [];
+    for (const f of FIELDS) if (rec[f] !== undefined) fields.push(f, JSON.stringify(rec[f]));
+    const { maxSessions, idleTimeoutMs } = this.limits;
+    const principal = rec.principal ?? '';
+    const ok = await this.r.mhCreate(
+      this.index,
+      this.key(rec.id),
+      this.subsKey(rec.id),
+      this.byPrincipal(principal),
+      rec.lastSeen,
+      idleTimeoutMs,
+      maxSessions,
+      rec.id,
+      principal,
+      ...fields,
+    );
+    if (ok !== 1) return false;
+    const subs = [...new Set(rec.subscriptions)].slice(0, this.limits.maxSubscriptions);
+    if (subs.length > 0)
+      await this.r
+        .multi()
+        .sadd(this.subsKey(rec.id), ...subs)
+        .pexpire(this.subsKey(rec.id), idleTimeoutMs)
+        .exec();
+    this.touched.set(rec.id, rec.lastSeen);
+    return true;
+  }
+
+  async get(id: string): Promise<ProtocolSessionRecord | undefined> {
+    const res = await this.r.multi().hgetall(this.key(id)).smembers(this.subsKey(id)).exec();
+    const hash = res?.[0]?.[1] as Record<string, string> | undefined;
+    if (hash === undefined || Object.keys(hash).length === 0) return undefined;
+    const rec: Record<string, unknown> = { id, subscriptions: res![1]![1] as string[] };
+    for (const f of FIELDS) if (hash[f] !== undefined) rec[f] = JSON.parse(hash[f]);
+    return rec as unknown as ProtocolSessionRecord;
+  }
+
+  async update(id: string, patch: SessionPatch): Promise<boolean> {
+    const args: string[] = [];
+    for (const [k, v] of Object.entries(patch)) {
+      if (v === undefined || !(FIELDS as readonly string[]).includes(k)) continue;
+      args.push(k, v === null ? '' : JSON.stringify(v));
+    }
+    return (await this.r.mhUpdate(this.key(id), ...args)) === 1;
+  }
+
+  async touch(id: string): Promise<boolean> {
+    const now = Date.now();
+    const last = this.touched.get(id);
+    // One write per session every idle/20 at most: the TTL stays far from running out.
+    if (last !== undefined && now - last < this.touchEveryMs) return true;
+    if (this.touched.size >= this.limits.maxSessions) this.touched.clear();
+    this.touched.set(id, now);
+    const ok = await this.r.mhTouch(
+      this.key(id),
+      this.subsKey(id),
+      this.index,
+      now,
+      this.limits.idleTimeoutMs,
+      id,
+    );
+    if (ok !== 1) this.touched.delete(id);
+    return ok === 1;
+  }
+
+  async subscribe(id: string, uri: string): Promise<'ok' | 'full' | 'gone'> {
+    return this.r.mhSubscribe(this.key(id), this.subsKey(id), uri, this.limits.maxSubscriptions);
+  }
+
+  async unsubscribe(id: string, uri: string): Promise<boolean> {
+    return (await this.r.srem(this.subsKey(id), uri)) > 0;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    this.touched.delete(id);
+    const principal = await this.r.hget(this.key(id), 'principal');
+    const m = this.r.multi().del(this.key(id), this.subsKey(id)).zrem(this.index, id);
+    if (principal !== null) m.srem(this.byPrincipal(JSON.parse(principal) as string), id);
+    const res = await m.exec();
+    return ((res?.[0]?.[1] as number | undefined) ?? 0) > 0;
+  }
+
+  async sessionsOf(principal: string): Promise<string[]> {
+    const ids = await this.r.smembers(this.byPrincipal(principal));
+    if (ids.length === 0) return [];
+    const m = this.r.multi();
+    for (const id of ids) m.exists(this.key(id));
+    const res = (await m.exec()) ?? [];
+    const live = ids.filter((_, i) => res[i]?.[1] === 1);
+    const dead = ids.filter((_, i) => res[i]?.[1] !== 1);
+    if (dead.length > 0) await this.r.srem(this.byPrincipal(principal), ...dead);
+    return live;
+  }
+
+  async appendEvent(stream: string, seq: number, data: string): Promise<void> {
+    checkStream(stream);
+    const kept = Buffer.byteLength(data) <= this.limits.maxEventBytes ? data : null;
+    await this.r.mhAppend(
+      `${this.prefix}:ev:${stream}`,
+      JSON.stringify([seq, kept]),
+      this.limits.maxEventsPerStream,
+      this.limits.eventTtlMs,
+    );
+  }
+
+  async eventsAfter(stream: string, afterSeq: number): Promise<EventReplay | undefined> {
+    checkStream(stream);
+    const items = await this.r.lrange(`${this.prefix}:ev:${stream}`, 0, -1);
+    const rows = items.map((t) => {
+      const [seq, data] = JSON.parse(t) as [number, string | null];
+      return { seq, data };
+    });
+    return replayOf(rows, afterSeq);
+  }
+
+  async dropStream(stream: string): Promise<void> {
+    checkStream(stream);
+    await this.r.del(`${this.prefix}:ev:${stream}`);
+  }
+
+  async close(): Promise<void> {
+    this.touched.clear();
+  }
+}

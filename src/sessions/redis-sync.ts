@@ -1,0 +1,177 @@
+/**
+ * Sessions shared through Redis (`cluster.redis`): each hub keeps its SQLite sessions database
+ * as a replica of one Redis hash (`<prefix>:sessions`), so a token check stays one local read
+ * and no Redis command sits on the request path. A session created or revoked on one hub is
+ * merged into Redis by a Lua script and announced on `<prefix>:sessions:changed`; every hub
+ * applies it to its database at once, where the next token check (and the 500 ms poll that ends
+ * open streams) sees it. Merging is monotonic: rows never change except to become revoked, so
+ * hubs converge whatever the order. On (re)connection a hub pulls the whole hash, and pushes the
+ * rows Redis lacks (those made while it was away, or before it joined).
+ */
+import { closeRedis, connectRedis, type Redis } from '../cluster/redis.js';
+import type { ReplicatedSession, SessionStore } from './store.js';
+
+// Adds a row, or marks a stored one revoked; publishes what is stored when it changed.
+const MERGE = `
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if cur then
+  if not string.find(cur, '"revoked_at":null', 1, true) then return 0 end
+  if string.find(ARGV[2], '"revoked_at":null', 1, true) then return 0 end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('PUBLISH', KEYS[2], ARGV[2])
+return 1`;
+
+interface Scripts {
+  mhMergeSession(hash: string, channel: string, uuid: string, row: string): Promise<number>;
+}
+
+export interface SessionSyncOptions {
+  url: string;
+  /** Key prefix, `<cluster.prefix>:<hub_id>` (default `moonhub:<hub_id>`). */
+  prefix: string;
+  /** A session added or revoked by another hub (for the log). */
+  onRemoteChange?: (row: ReplicatedSession) => void;
+  onError?: (err: unknown) => void;
+}
+
+function isRow(v: unknown): v is ReplicatedSession {
+  const r = v as ReplicatedSession;
+  return (
+    typeof r === 'object' &&
+    r !== null &&
+    typeof r.uuid === 'string' &&
+    typeof r.hub_id === 'string' &&
+    (r.role === 'agent' || r.role === 'admin') &&
+    typeof r.selector === 'string' &&
+    typeof r.token_hash === 'string' &&
+    typeof r.created_at === 'number' &&
+    (r.revoked_at === null || typeof r.revoked_at === 'number')
+  );
+}
+
+/** Key order fixed, so the Lua script's substring test finds `"revoked_at":null`. */
+function encode(r: ReplicatedSession): string {
+  return JSON.stringify({
+    uuid: r.uuid,
+    hub_id: r.hub_id,
+    role: r.role,
+    agent: r.agent,
+    target: r.target,
+    name: r.name,
+    selector: r.selector,
+    token_hash: r.token_hash,
+    created_at: r.created_at,
+    revoked_at: r.revoked_at,
+  });
+}
+
+export class SessionSync {
+  private readonly pending = new Set<Promise<unknown>>();
+  private readonly stopListening: () => void;
+  private closed = false;
+
+  private constructor(
+    private readonly store: SessionStore,
+    private readonly cmd: Redis & Scripts,
+    private readonly sub: Redis,
+    private readonly opts: SessionSyncOptions,
+  ) {
+    this.stopListening = store.onWrite((uuid) => this.push(uuid));
+    sub.on('message', (channel: string, text: string) => {
+      if (channel === this.channel) this.apply(text);
+    });
+    // After a reconnection, what passed while we were away is pulled, ours pushed.
+    sub.on('ready', () => void this.track(this.reconcile()));
+  }
+
+  private get hash(): string {
+    return `${this.opts.prefix}:sessions`;
+  }
+  private get channel(): string {
+    return `${this.opts.prefix}:sessions:changed`;
+  }
+
+  /** Connects, subscribes, then reconciles the database with Redis before resolving. */
+  static async start(store: SessionStore, opts: SessionSyncOptions): Promise<SessionSync> {
+    const cmd = await connectRedis(opts.url, { name: 'moonhub-sessions' });
+    let sub: Redis;
+    try {
+      sub = await connectRedis(opts.url, { name: 'moonhub-sessions-sub' });
+    } catch (err) {
+      await closeRedis(cmd);
+      throw err;
+    }
+    cmd.defineCommand('mhMergeSession', { numberOfKeys: 2, lua: MERGE });
+    const sync = new SessionSync(store, cmd as Redis & Scripts, sub, opts);
+    try {
+      await sub.subscribe(sync.channel);
+      await sync.reconcile();
+    } catch (err) {
+      await sync.close();
+      throw err;
+    }
+    return sync;
+  }
+
+  private report(err: unknown): void {
+    this.opts.onError?.(err);
+  }
+
+  private track<T>(p: Promise<T>): void {
+    const tracked = p.catch((err: unknown) => this.report(err));
+    this.pending.add(tracked);
+    void tracked.finally(() => this.pending.delete(tracked));
+  }
+
+  private apply(text: string): void {
+    let row: unknown;
+    try {
+      row = JSON.parse(text);
+    } catch (err) {
+      return this.report(err);
+    }
+    if (!isRow(row)) return this.report(new Error('a replicated session of the wrong shape'));
+    try {
+      if (this.store.importRow(row)) this.opts.onRemoteChange?.(row);
+    } catch (err) {
+      this.report(err);
+    }
+  }
+
+  private push(uuid: string): void {
+    if (this.closed) return;
+    const [row] = this.store.exportRows(uuid);
+    if (row !== undefined)
+      this.track(this.cmd.mhMergeSession(this.hash, this.channel, row.uuid, encode(row)));
+  }
+
+  /** Pulls every session Redis holds, then pushes those Redis lacks or holds unrevoked. */
+  private async reconcile(): Promise<void> {
+    if (this.closed) return;
+    const remote = await this.cmd.hgetall(this.hash);
+    for (const text of Object.values(remote)) this.apply(text);
+    const merges: Promise<number>[] = [];
+    for (const row of this.store.exportRows()) {
+      const there = remote[row.uuid];
+      const newer =
+        there === undefined || (row.revoked_at !== null && there.includes('"revoked_at":null'));
+      if (newer)
+        merges.push(this.cmd.mhMergeSession(this.hash, this.channel, row.uuid, encode(row)));
+    }
+    await Promise.all(merges);
+  }
+
+  /** Resolves once every change made so far has reached Redis (the CLI waits before exiting). */
+  async flush(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.flush();
+    this.closed = true;
+    this.stopListening();
+    await Promise.all([closeRedis(this.cmd), closeRedis(this.sub)]);
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * The bus's delivery contract on every carrier: a message reaches each handler of its channel in
+ * every process exactly once (the publisher's own included), in order; unsubscribing stops it;
+ * a throwing handler does not stop the others. Redis runs as a real redis-server; the IPC bus
+ * runs in real node:cluster workers relayed by this process as the primary.
+ */
+import assert from 'node:assert/strict';
+import cluster from 'node:cluster';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { LocalBus } from '../../src/cluster/local-bus.js';
+import { RedisBus } from '../../src/cluster/redis-bus.js';
+import { relayBus } from '../../src/cluster/ipc-bus.js';
+import { AnswerRouter } from '../../src/cluster/answers.js';
+import { onTopic, publishTopic } from '../../src/cluster/topics.js';
+import type { MessageBus } from '../../src/cluster/bus.js';
+import { skipWithout, startRedis, type Service } from '../helpers/services.js';
+
+const until = async (cond: () => boolean, ms = 5000): Promise<void> => {
+  const start = Date.now();
+  while (!cond()) {
+    if (Date.now() - start > ms) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+};
+
+describe('local bus', () => {
+  it('delivers to every handler once, a copy, in order; unsubscribe stops it', async () => {
+    const errors: unknown[] = [];
+    const bus = new LocalBus(undefined, (e) => errors.push(e));
+    const got: unknown[] = [];
+    const off = bus.subscribe('list_changed', (d) => got.push(d));
+    bus.subscribe('list_changed', () => {
+      throw new Error('boom');
+    });
+    const payload = { kinds: ['tools'] };
+    bus.publish('list_changed', payload);
+    bus.publish('list_changed', { kinds: ['prompts'] });
+    await until(() => got.length === 2);
+    assert.deepEqual(got, [{ kinds: ['tools'] }, { kinds: ['prompts'] }]);
+    assert.notEqual(got[0], payload);
+    assert.equal(errors.length, 2);
+    off();
+    bus.publish('list_changed', { kinds: ['tools'] });
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(got.length, 2);
+    assert.throws(() => bus.publish('bad channel!', {}), /bad bus channel/);
+  });
+
+  it('typed topics drop payloads of the wrong shape', async () => {
+    const bus = new LocalBus();
+    const got: string[] = [];
+    onTopic(bus, 'resource_updated', (p) => got.push(p.uri));
+    bus.publish('resource_updated', { url: 'x' });
+    publishTopic(bus, 'resource_updated', { uri: 'note://1' });
+    await until(() => got.length === 1);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(got, ['note://1']);
+  });
+});
+
+describe('redis bus', { skip: skipWithout('redis-server') }, () => {
+  let redis: Service;
+  const buses: MessageBus[] = [];
+  before(async () => {
+    redis = await startRedis();
+  });
+  after(async () => {
+    await Promise.all(buses.map((b) => b.close()));
+    await redis?.stop();
+  });
+  const open = async (prefix = 'moonhub:t') => {
+    const b = await RedisBus.open({ url: redis.url, prefix });
+    buses.push(b);
+    return b;
+  };
+
+  it('reaches the other instance once and the publisher once, in order', async () => {
+    const [a, b] = [await open(), await open()];
+    const atA: unknown[] = [];
+    const atB: [unknown, string][] = [];
+    a.subscribe('resource_updated', (d) => atA.push(d));
+    b.subscribe('resource_updated', (d, origin) => atB.push([d, origin]));
+    await Promise.all([(a as RedisBus).ready(), (b as RedisBus).ready()]);
+    for (let i = 0; i < 50; i++) a.publish('resource_updated', { uri: `u${i}` });
+    await until(() => atB.length === 50 && atA.length === 50);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(atA.length, 50);
+    assert.equal(atB.length, 50);
+    assert.deepEqual(
+      atB.map(([d]) => (d as { uri: string }).uri),
+      Array.from({ length: 50 }, (_, i) => `u${i}`),
+    );
+    assert.equal(atB[0]![1], a.instanceId);
+  });
+
+  it('keeps hubs with other prefixes apart', async () => {
+    const [a, other] = [await open('moonhub:one'), await open('moonhub:two')];
+    const got: unknown[] = [];
+    other.subscribe('revoked', (d) => got.push(d));
+    await (other as RedisBus).ready();
+    a.publish('revoked', { session_uuid: 'x' });
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(got.length, 0);
+  });
+
+  it('routes a client answer that lands on another instance to the waiting call', async () => {
+    const [a, b] = [await open('moonhub:ans'), await open('moonhub:ans')];
+    const routerA = new AnswerRouter(a);
+    const routerB = new AnswerRouter(b);
+    await Promise.all([(a as RedisBus).ready(), (b as RedisBus).ready()]);
+    const { id, answer } = routerA.open('sess-1');
+    assert.match(id, new RegExp(`^moonhub-${a.instanceId}-\\d+$`));
+    // Another session's answer with the right id is ignored by the owner.
+    assert.equal(routerB.deliver(id, 'sess-2', { result: { action: 'decline' } }), 'forwarded');
+    assert.equal(routerB.deliver(id, 'sess-1', { result: { action: 'accept' } }), 'forwarded');
+    assert.deepEqual((await answer).message, { result: { action: 'accept' } });
+    assert.equal(routerA.size, 0);
+    assert.equal(routerB.deliver('moonhub-zz!-1', 'sess-1', {}), 'unknown');
+    assert.equal(routerB.deliver(42, 'sess-1', {}), 'unknown');
+    const timed = new AnswerRouter(a, { timeoutMs: 50 });
+    await assert.rejects(timed.open('s').answer, /no answer from the client in 50 ms/);
+    const full = new AnswerRouter(a, { maxPending: 1 });
+    void full.open('s').answer.catch(() => {});
+    assert.throws(() => full.open('s'), /too many requests waiting/);
+    for (const r of [routerA, routerB, timed, full]) r.close();
+  });
+
+  it('says clearly when Redis cannot be reached', async () => {
+    await assert.rejects(
+      RedisBus.open({ url: 'redis://:secret@127.0.0.1:1', prefix: 'x' }),
+      (err: Error) =>
+        /cannot reach Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:1/.test(err.message) &&
+        !err.message.includes('secret'),
+    );
+    await assert.rejects(
+      RedisBus.open({ url: 'http://x', prefix: 'x' }),
+      /redis:\/\/ or rediss:\/\//,
+    );
+  });
+});
+
+describe('ipc bus between node:cluster workers', () => {
+  it('relays through the primary to every other worker, exactly once', async () => {
+    cluster.setupPrimary({
+      exec: join(dirname(fileURLToPath(import.meta.url)), 'ipc-worker.fixture.js'),
+      silent: true,
+    });
+    const workers = [cluster.fork(), cluster.fork(), cluster.fork()];
+    for (const w of workers) relayBus(w, () => workers);
+    const reports = new Map<number, string[]>();
+    for (const w of workers)
+      w.on('message', (m: { report?: string[] }) => {
+        if (m.report) reports.set(w.id, m.report);
+      });
+    await Promise.all(
+      workers.map(
+        (w) => new Promise((r) => w.on('message', (m: { ready?: boolean }) => m.ready && r(0))),
+      ),
+    );
+    workers[0]!.send({ go: 3 });
+    await until(() => reports.size === 3, 10_000);
+    for (const w of workers)
+      assert.deepEqual(reports.get(w.id), ['n0', 'n1', 'n2'], `worker ${w.id}`);
+    await Promise.all(workers.map((w) => new Promise((r) => (w.once('exit', r), w.kill()))));
+  });
+});

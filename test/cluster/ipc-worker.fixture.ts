@@ -1,0 +1,20 @@
+/**
+ * A node:cluster worker for the IPC bus test: counts what it hears on one channel; on `go`
+ * publishes that many messages; reports when it has heard them all.
+ */
+import { IpcBus } from '../../src/cluster/ipc-bus.js';
+
+const bus = new IpcBus();
+const heard: string[] = [];
+let expected = 3;
+bus.subscribe('list_changed', (d) => {
+  heard.push((d as { n: string }).n);
+  if (heard.length === expected) setTimeout(() => process.send!({ report: heard }), 100);
+});
+process.on('message', (m: { go?: number }) => {
+  if (typeof m?.go === 'number') {
+    expected = m.go;
+    for (let i = 0; i < m.go; i++) bus.publish('list_changed', { n: `n${i}` });
+  }
+});
+process.send!({ ready: true });
