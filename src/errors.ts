@@ -235,7 +235,7 @@ export const LOCAL_ERRORS = {
   not_implemented: ['{detail}', 'the entry has no handler for this operation'],
   handler_failed: [
     '{detail}',
-    "a prompt, resource or completion handler raised: the client gets its message (-32603)",
+    'a prompt, resource or completion handler raised: the client gets its message (-32603)',
   ],
   // ---- the Lua limits (LuaLimitError) ----
   timeout: ['timeout: {detail}', 'a Lua call ran past its time limit'],

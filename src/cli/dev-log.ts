@@ -3,7 +3,8 @@
  * how big or what went wrong), plugin reloads, and a failed reload with the source line at fault.
  * The hub's JSON log still goes to stderr at warn level; these lines are what to read.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
 import type { CallEvent } from '../server/dispatcher.js';
 import type { PluginHost } from '../plugins/plugin-host.js';
 
@@ -45,15 +46,29 @@ export function sourceLine(file: string | undefined, line: number | undefined): 
   }
 }
 
+/**
+ * Where an error's file is: Lua names it relative to the plugins directory (`notes/init.lua`,
+ * `hello.lua`), so it is looked up beside the plugin's entry and one folder above.
+ */
+function onDisk(file: string | undefined, entry: string | undefined): string | undefined {
+  if (file === undefined || entry === undefined || isAbsolute(file)) return file;
+  for (const base of [dirname(entry), dirname(dirname(entry))]) {
+    const path = join(base, file);
+    if (existsSync(path)) return path;
+  }
+  return undefined;
+}
+
 /** Prints reloads and reload errors of `plugins` with `write`. */
 export function watchPlugins(plugins: PluginHost, write: (text: string) => void): void {
   plugins.onEvent((e) => {
     if (e.type === 'loaded') write(`${clock()} loaded ${e.name}`);
     else if (e.type === 'removed') write(`${clock()} removed ${e.name}`);
     else {
-      const err = plugins.status().find((p) => p.name === e.name)?.error;
+      const status = plugins.status().find((p) => p.name === e.name);
+      const err = status?.error;
       write(
-        `${clock()} FAILED ${e.name} (the previous version keeps serving): ${e.message}${sourceLine(err?.file, err?.line)}`,
+        `${clock()} FAILED ${e.name} (the previous version keeps serving): ${e.message}${sourceLine(onDisk(err?.file, status?.entry), err?.line)}`,
       );
     }
   });

@@ -54,7 +54,6 @@ function logFormat(value: string): LogFormat {
   } catch {
     throw new InvalidArgumentError('one of json, pretty, auto');
   }
-
 }
 
 function workerCount(value: string): number {

@@ -16,7 +16,7 @@ export function pluginSource(name: string): string {
   return `-- ${name}: one tool, one prompt and one resource. Edit and save: \`moonhub dev\` reloads it.
 -- The Lua API: docs/lua-api.md in the moonhub package; your editor completes it (.luarc.json).
 
-mcp.tool("${name}.hello", {
+mcp.tool("${name}_hello", {
   description = "Greet someone by name",
   input_schema = {
     type = "object",
@@ -29,7 +29,7 @@ mcp.tool("${name}.hello", {
   return { greeting = greeting .. ", " .. params.name .. "!", agent = context.agent_name }
 end)
 
-mcp.prompt("${name}.explain", {
+mcp.prompt("${name}_explain", {
   description = "Ask for a short explanation of a topic",
   arguments = { { name = "topic", description = "What to explain", required = true } },
 }, function(args)
@@ -41,7 +41,7 @@ mcp.resource("${name}://about", {
   description = "What this plugin offers",
   mime_type = "text/markdown",
 }, function()
-  return "# ${name}\\n\\nTools: \`${name}.hello\`. Prompts: \`${name}.explain\`.\\n"
+  return "# ${name}\\n\\nTools: \`${name}_hello\`. Prompts: \`${name}_explain\`.\\n"
 end)
 `;
 }
@@ -87,7 +87,7 @@ A [moonhub](https://www.npmjs.com/package/moonhub) hub: Lua plugins in \`plugins
 \`\`\`sh
 moonhub dev                                  # serve with reload; prints how to connect clients
 moonhub list                                 # what the plugins offer
-moonhub call hello.hello --args '{"name":"Ada"}'
+moonhub call hello_hello --args '{"name":"Ada"}'
 moonhub new plugin weather                   # another plugin in plugins/
 moonhub import ~/.cursor/mcp.json            # add a client's MCP servers as upstreams
 \`\`\`

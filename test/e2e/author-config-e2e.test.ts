@@ -178,7 +178,7 @@ describe('moonhub import: an mcpServers file proxies a real stdio and a real HTT
       (r) => text(r),
       (err: Error) => err.message,
     );
-    assert.match(refused, /Unknown tool: web\.echo/);
+    assert.match(refused, /Unknown tool: web_echo/);
   });
 });
 
@@ -197,7 +197,7 @@ describe('a config with only upstreams', () => {
     );
     const list = moonhubCli(['list', '--config', config]);
     assert.equal(list.status, 0, list.stderr);
-    assert.match(list.stdout, /^ {2}ev\.echo /m);
+    assert.match(list.stdout, /^ {2}ev_echo /m);
     assert.doesNotMatch(list.stdout, /ev\.get-sum|off\./, 'include and disabled apply');
     const call = moonhubCli(['call', 'ev_echo', '--args', '{"message":"hi"}', '--config', config]);
     assert.equal(call.status, 0, call.stderr);

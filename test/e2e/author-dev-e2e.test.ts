@@ -82,18 +82,18 @@ describe('new -> dev -> edit -> call', () => {
   it('list and call answer in the folder without a client', () => {
     const list = cli(hubDir, ['list']);
     assert.equal(list.status, 0, list.stderr);
-    assert.match(list.stdout, /hello\.hello +Greet someone by name/);
-    assert.match(list.stdout, /prompts:\n {2}hello\.explain/);
+    assert.match(list.stdout, /hello_hello +Greet someone by name/);
+    assert.match(list.stdout, /prompts:\n {2}hello_explain/);
     assert.match(list.stdout, /hello:\/\/about/);
-    const call = cli(hubDir, ['call', 'hello.hello', '--args', '{"name":"Ada"}']);
+    const call = cli(hubDir, ['call', 'hello_hello', '--args', '{"name":"Ada"}']);
     assert.equal(call.status, 0, call.stderr);
     assert.equal((JSON.parse(call.stdout) as { greeting: string }).greeting, 'Hello, Ada!');
-    const bad = cli(hubDir, ['call', 'hello.hello', '--args', '{name']);
+    const bad = cli(hubDir, ['call', 'hello_hello', '--args', '{name']);
     assert.equal(bad.status, 1);
     assert.match(bad.stderr, /--args is not JSON/);
-    const invalid = cli(hubDir, ['call', 'hello.hello', '--args', '{}']);
+    const invalid = cli(hubDir, ['call', 'hello_hello', '--args', '{}']);
     assert.equal(invalid.status, 1);
-    assert.match(invalid.stderr, /hello\.hello failed: Invalid arguments.*name/);
+    assert.match(invalid.stderr, /hello_hello failed: Invalid arguments.*name/);
     const unknown = cli(hubDir, ['call', 'nope']);
     assert.equal(unknown.status, 1);
     assert.match(unknown.stderr, /no tool, prompt or resource 'nope'/);
@@ -114,12 +114,12 @@ describe('new -> dev -> edit -> call', () => {
 
     client = (await connectHttpClient(url, 'modern')).client;
     let mark = out.length;
-    const r1 = await client.callTool({ name: 'hello.hello', arguments: { name: 'Bo' } });
+    const r1 = await client.callTool({ name: 'hello_hello', arguments: { name: 'Bo' } });
     assert.match(text(r1), /Hello, Bo!/);
-    await waitFor(/\d\d:\d\d:\d\d local call hello\.hello [\d.]+ ms \d+ B/, mark);
+    await waitFor(/\d\d:\d\d:\d\d local call hello_hello [\d.]+ ms \d+ B/, mark);
     mark = out.length;
-    await client.callTool({ name: 'hello.hello', arguments: {} });
-    await waitFor(/call hello\.hello [\d.]+ ms ERROR Invalid arguments/, mark);
+    await client.callTool({ name: 'hello_hello', arguments: {} });
+    await waitFor(/call hello_hello [\d.]+ ms ERROR Invalid arguments/, mark);
 
     // Edit and save: the new version answers.
     const file = join(hubDir, 'plugins', 'hello.lua');
@@ -128,7 +128,7 @@ describe('new -> dev -> edit -> call', () => {
     writeFileSync(file, source.replace('"!"', '"!!"'));
     await waitFor(/loaded hello/, mark);
     assert.match(
-      text(await client.callTool({ name: 'hello.hello', arguments: { name: 'Bo' } })),
+      text(await client.callTool({ name: 'hello_hello', arguments: { name: 'Bo' } })),
       /Hello, Bo!!/,
     );
 
@@ -138,7 +138,7 @@ describe('new -> dev -> edit -> call', () => {
     const failed = await waitFor(/FAILED hello .*\n {2}(\d+) \| (.*)/, mark);
     assert.equal(failed[2], 'local x = = 1');
     assert.match(
-      text(await client.callTool({ name: 'hello.hello', arguments: { name: 'Bo' } })),
+      text(await client.callTool({ name: 'hello_hello', arguments: { name: 'Bo' } })),
       /Hello, Bo!!/,
     );
   });
@@ -150,14 +150,14 @@ describe('new -> dev -> edit -> call', () => {
     const mark = out.length;
     await waitFor(/loaded weather/, mark);
     const tools = (await client.listTools()).tools.map((t) => t.name);
-    assert.ok(tools.includes('weather.hello'), tools.join(', '));
+    assert.ok(tools.includes('weather_hello'), tools.join(', '));
     const prompt = await client.getPrompt({
-      name: 'weather.explain',
+      name: 'weather_explain',
       arguments: { topic: 'rain' },
     });
     assert.match(JSON.stringify(prompt.messages), /Explain rain/);
     const about = await client.readResource({ uri: 'weather://about' });
-    assert.match(JSON.stringify(about.contents), /weather\.hello/);
+    assert.match(JSON.stringify(about.contents), /weather_hello/);
     const bad = cli(hubDir, ['new', 'plugin', '../escape']);
     assert.equal(bad.status, 1);
     assert.match(bad.stderr, /is not a plugin name/);

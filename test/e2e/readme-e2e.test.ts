@@ -150,7 +150,7 @@ describe("the README's commands on the installed package", () => {
     });
     assert.equal(run.status, 0, `a README command failed:\n${run.stdout}\n${run.stderr}`);
     assert.match(run.stdout, /"greeting": "Hello, Ada!"/);
-    assert.match(run.stdout, /weather\.hello/);
+    assert.match(run.stdout, /weather_hello/);
     const hubDir = run.stdout.trim().split('\n').pop()!;
     assert.ok(existsSync(join(hubDir, 'plugins', 'weather.lua')));
 
@@ -169,7 +169,7 @@ describe("the README's commands on the installed package", () => {
     }
     const url = /serving MCP at (\S+)/.exec(devOut)![1]!;
     client = (await connectHttpClient(url, 'legacy')).client;
-    const r = await client.callTool({ name: 'weather.hello', arguments: { name: 'Ada' } });
+    const r = await client.callTool({ name: 'weather_hello', arguments: { name: 'Ada' } });
     assert.deepEqual((r.structuredContent as { greeting: string }).greeting, 'Hello, Ada!');
     assert.match(devOut, /claude mcp add --transport http moonhub/);
   });

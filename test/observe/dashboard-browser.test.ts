@@ -164,7 +164,7 @@ describe('the dashboard in a real browser', { skip: !chromiumAvailable() && 'no 
       headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${bot.token}` },
       body: '{}',
     });
-    assert.equal(direct.status, 401);
+    assert.equal(direct.status, 403);
   });
 
   it('fits a phone screen', async () => {
