@@ -10,8 +10,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from './log.js';
 import type { Registry } from './registry/registry.js';
 import type { CallContext, OwnerFilter } from './registry/types.js';
+import { wireError } from './errors.js';
 import {
-  RpcError,
   createRequestGuard,
   type HttpServerOptions,
   type McpHttpHandler,
@@ -52,9 +52,6 @@ function noOAuthHere(req: IncomingMessage, res: ServerResponse): boolean {
   );
   return true;
 }
-
-/** The JSON-RPC code of a refused credential, as the HTTP refusals use (auth/challenge.ts). */
-const SESSION_REVOKED = -32001;
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
@@ -286,11 +283,7 @@ export class Access {
           logged = true;
           this.opts.logger.warn({ session }, 'stdio session revoked; refusing its requests');
         }
-        throw new RpcError(
-          SESSION_REVOKED,
-          `moonhub session ${session} has been revoked: this stdio connection can no longer list or call anything; ` +
-            'start it again with a new session (`moonhub session create`)',
-        );
+        throw wireError('session_revoked', { session });
       }
       return hooks.filterFor!(scope);
     };

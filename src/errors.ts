@@ -95,6 +95,12 @@ export const WIRE_ERRORS = {
     status: 403,
     message: 'Forbidden: origin not allowed: {origin}',
   },
+  session_revoked: {
+    code: FORBIDDEN,
+    status: 403,
+    message:
+      'moonhub session {session} has been revoked: this stdio connection can no longer list or call anything; start it again with a new session (`moonhub session create`)',
+  },
   method_not_allowed: { code: SERVER_ERROR, status: 405, message: 'Method Not Allowed' },
   get_without_session: {
     code: SERVER_ERROR,

@@ -57,7 +57,7 @@ export interface RequestTracer {
   bindHttp(req: IncomingMessage): void;
   /** Wraps the upstream call hook: a CLIENT span, and its context sent along. */
   upstreamHook(next: UpstreamCallHook | undefined): UpstreamCallHook;
-  /** Spans for tool handlers: wraps the registry's callTool. */
+  /** Spans for tool handlers: wraps the registry's callResolved. */
   instrument(registry: Registry): void;
   shutdown(): Promise<void>;
 }

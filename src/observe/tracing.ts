@@ -143,10 +143,13 @@ class OtelTracer implements RequestTracer {
   }
 
   instrument(registry: Registry): void {
-    const callTool = registry.callTool.bind(registry);
+    // callResolved is where every tool call ends up (callTool resolves, then calls it; the
+    // dispatcher resolves once and calls it directly).
+    const callResolved = registry.callResolved.bind(registry);
     const tracer = this.tracer;
-    registry.callTool = (name, args, ctx, filter) => {
-      const owner = registry.getTool(name, filter)?.owner;
+    registry.callResolved = (tool, args, ctx, filter) => {
+      const name = tool.info.name;
+      const owner = tool.entry.owner;
       const span = tracer.startSpan(`execute_tool ${name}`, {
         kind: SpanKind.INTERNAL,
         attributes: {
@@ -156,7 +159,7 @@ class OtelTracer implements RequestTracer {
         },
       });
       return context
-        .with(trace.setSpan(context.active(), span), () => callTool(name, args, ctx, filter))
+        .with(trace.setSpan(context.active(), span), () => callResolved(tool, args, ctx, filter))
         .then(
           (result) => {
             endSpan(span, { outcome: result.isError === true ? 'tool_error' : 'ok' });

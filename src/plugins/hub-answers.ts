@@ -23,6 +23,11 @@ export interface AnswerSource {
   live(id: number): CallContext | undefined;
   /** A finished call's context (a task it spawned may still act for it). */
   finished(id: number): CallContext | undefined;
+  /**
+   * Runs `fn` in the async context of the running hub call `id` (so a trace or any other
+   * AsyncLocalStorage store of the caller follows a nested call made from the worker).
+   */
+  inCall<T>(id: number | undefined, fn: () => T): T;
   /** Runs a proxy's Lua callback in the worker. */
   callback(url: string, which: 'transform' | 'auth', args: unknown[]): Promise<unknown>;
 }
@@ -115,14 +120,18 @@ export class HubAnswers {
       }
     }
     const { ctx, view } = this.actingFor(msg.origin, msg.ctx as CallContext | undefined);
-    switch (msg.op) {
-      case 'callTool':
-        return registry.callTool(String(a), b as Record<string, unknown>, ctx, view);
-      case 'getPrompt':
-        return registry.getPrompt(String(a), b as Record<string, string>, ctx, view);
-      case 'readResource':
-        return registry.readResource(String(a), ctx, view);
-    }
+    return this.src.inCall(msg.origin.call, (): Promise<unknown> => {
+      switch (msg.op) {
+        case 'callTool':
+          return registry.callTool(String(a), b as Record<string, unknown>, ctx, view);
+        case 'getPrompt':
+          return registry.getPrompt(String(a), b as Record<string, string>, ctx, view);
+        case 'readResource':
+          return registry.readResource(String(a), ctx, view);
+        default:
+          return Promise.reject(new Error(`unknown request: ${String(msg.op)}`));
+      }
+    });
   }
 
   /** `mcp.proxy` of the plugin: the connection made (or refreshed) here, callbacks relayed. */

@@ -7,6 +7,7 @@
  * call answers with its limit's error, the plugin's other calls in flight fail, and the plugin is
  * started again from the same code, with one log line. The hub's thread never waits on a worker.
  */
+import { AsyncResource } from 'node:async_hooks';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Logger } from '../log.js';
 import { LuaError } from '../lua/errors.js';
@@ -43,6 +44,7 @@ interface Pending {
   ctx: CallContext;
   what: string;
   limitMs: number;
+  scope: AsyncResource;
 }
 
 const WORKER_URL = new URL('./plugin-worker.js', import.meta.url);
@@ -82,6 +84,10 @@ export class IsolatedPlugin {
       sessionViews: opts.sessionViews,
       declaredBy: this,
       live: (id) => this.calls.get(id)?.ctx,
+      inCall: (id, fn) => {
+        const scope = id === undefined ? undefined : this.calls.get(id)?.scope;
+        return scope === undefined ? fn() : scope.runInAsyncScope(fn);
+      },
       finished: (id) => this.finished.get(id),
       callback: (url, which, args) => this.callback(url, which, args),
     });
@@ -303,7 +309,9 @@ export class IsolatedPlugin {
     const what = `${kind.startsWith('complete') ? 'completion' : kind} '${name}'`;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => this.overran(id), limit + this.opts.graceMs);
-      this.calls.set(id, { resolve, reject, timer, ctx, what, limitMs: limit });
+      // The caller's async context, for the nested calls the handler makes (hub-answers.ts).
+      const scope = new AsyncResource('moonhub.plugin-call');
+      this.calls.set(id, { resolve, reject, timer, ctx, what, limitMs: limit, scope });
       const peer = ctx.peer;
       this.worker.postMessage({
         type: 'invoke',

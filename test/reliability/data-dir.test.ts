@@ -75,7 +75,7 @@ describe('data_dir', () => {
     const revoked = cli(elsewhere, ['session', 'revoke', s.session_uuid, '-c', config]);
     assert.equal(revoked.status, 0, revoked.stderr);
     const refused = await rawPost(hub.url, { method: 'tools/list', params: {} }, auth);
-    assert.equal(refused.status, 401, 'the revoked token stops working at once');
+    assert.equal(refused.status, 403, 'the revoked token stops working at once');
   });
 
   it('a list or revoke that finds no database names the path and creates nothing', () => {

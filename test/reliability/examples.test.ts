@@ -26,7 +26,7 @@ after(async () => {
 
 describe('examples/plugins/prompts.lua', () => {
   it('trims a 40,000-space argument in linear time while others are served', async () => {
-    const honest = await honestClient(hub.url, 'clock.now');
+    const honest = await honestClient(hub.url, 'clock_now');
     // A run of spaces with text after it: `%s+$` retried at every space backtracks each time.
     const hostile = `  a${' '.repeat(40_000)}b  `;
     const t0 = performance.now();
@@ -62,13 +62,13 @@ describe('examples/plugins/notes', () => {
     const body = 'b'.repeat(100_000);
     let refused: string | undefined;
     for (let i = 0; i < 60 && refused === undefined; i++) {
-      const r = await call(client, 'notes.add', { title: `n${i}`, body });
+      const r = await call(client, 'notes_add', { title: `n${i}`, body });
       if (r.isError) refused = r.text;
     }
     assert.match(refused ?? '', /the store is full: at most 4194304 bytes of text in all/);
-    const list = await call(client, 'notes.list', { query: 'b'.repeat(200) });
+    const list = await call(client, 'notes_list', { query: 'b'.repeat(200) });
     assert.equal(list.isError, false);
-    const tooLong = await call(client, 'notes.list', { query: 'b'.repeat(201) });
+    const tooLong = await call(client, 'notes_list', { query: 'b'.repeat(201) });
     assert.equal(tooLong.isError, true, 'the query is bounded by the schema');
   });
 });

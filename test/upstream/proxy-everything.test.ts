@@ -56,7 +56,7 @@ describe('mcp.proxy against server-everything', () => {
       it('lists the imported tools with their prefixes and filters', async () => {
         const names = (await client.listTools()).tools.map((t) => t.name);
         for (const n of [
-          'ev_echo',
+          'ev.echo',
           'ev.get-sum',
           'ev.get-structured-content',
           'ev.get-tiny-image',
@@ -85,7 +85,7 @@ describe('mcp.proxy against server-everything', () => {
 
       it('calls echo and get-sum over HTTP and stdio', async () => {
         assert.equal(
-          text(await client.callTool({ name: 'ev_echo', arguments: { message: 'hi' } })),
+          text(await client.callTool({ name: 'ev.echo', arguments: { message: 'hi' } })),
           'Echo: hi',
         );
         assert.equal(

@@ -125,7 +125,7 @@ describe('upstream faults', () => {
     assert.ok(hub.alive());
     upstream = await startEverythingHttp(port);
     // The old session id means nothing to the new process: the hub opens a new one.
-    const echo = await client.callTool({ name: 'ev_echo', arguments: { message: 'back' } });
+    const echo = await client.callTool({ name: 'ev.echo', arguments: { message: 'back' } });
     assert.equal(text(echo), 'Echo: back');
   });
 
@@ -134,7 +134,7 @@ describe('upstream faults', () => {
     const port = upstream.port;
     await upstream.stop();
     upstream = await startEverythingHttp(port);
-    const echo = await client.callTool({ name: 'ev_echo', arguments: { message: 'again' } });
+    const echo = await client.callTool({ name: 'ev.echo', arguments: { message: 'again' } });
     assert.equal(text(echo), 'Echo: again');
     const now = (await status(client)).upstreams.find((u) => u.url === upstream.url)!.connects;
     assert.ok(now > before, `a new session was made (${before} -> ${now})`);

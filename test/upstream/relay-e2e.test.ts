@@ -89,7 +89,7 @@ describe('relay through a moonhub process', () => {
     assert.ok(Date.now() - started < 3000);
     // The hub is still serving, and the upstream too.
     assert.equal(
-      text(await client.callTool({ name: 'ev_echo', arguments: { message: 'after' } })),
+      text(await client.callTool({ name: 'ev.echo', arguments: { message: 'after' } })),
       'Echo: after',
     );
   });
