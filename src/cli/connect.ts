@@ -11,6 +11,7 @@ import type { Command } from 'commander';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { MCP_NAME_SOURCE, PROTOCOL_VERSION_META_KEY } from '../server/protocol.js';
+import { INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR } from '../errors.js';
 
 /** Longest stdin line accepted (the hub's own request body limit). */
 export const MAX_LINE_BYTES = 4 * 1024 * 1024;
@@ -109,7 +110,7 @@ export class StdioBridge {
   /** Answers a request the hub could not take with a JSON-RPC error carrying the hub's words. */
   private fail(msg: Message, status: number, text: string): void {
     let message = `HTTP ${status} from ${this.opts.url}`;
-    let code = -32603;
+    let code = INTERNAL_ERROR;
     try {
       const body = JSON.parse(text) as { error?: { code?: number; message?: string } };
       if (typeof body.error?.message === 'string') message = body.error.message;
@@ -132,7 +133,11 @@ export class StdioBridge {
     try {
       msg = JSON.parse(line) as Message;
     } catch {
-      this.write({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error' } });
+      this.write({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: PARSE_ERROR, message: 'Parse error' },
+      });
       return;
     }
     let res: Response;
@@ -236,7 +241,7 @@ export class StdioBridge {
         this.write({
           jsonrpc: '2.0',
           id: null,
-          error: { code: -32600, message: `message larger than ${MAX_LINE_BYTES} bytes` },
+          error: { code: INVALID_REQUEST, message: `message larger than ${MAX_LINE_BYTES} bytes` },
         });
         continue;
       }

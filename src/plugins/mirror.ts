@@ -4,6 +4,7 @@
  */
 import type { Registry } from '../registry/registry.js';
 import type {
+  CallContext,
   CompleteHandler,
   PromptResult,
   PromptSpec,
@@ -12,8 +13,21 @@ import type {
   ToolResult,
   ToolSpec,
 } from '../registry/types.js';
-import type { IsolatedPlugin } from './isolated-plugin.js';
-import type { EntryKindName, FromWorker } from './worker-protocol.js';
+import type { EntryKindName, FromWorker, ToWorker } from './worker-protocol.js';
+
+type Invoke = Extract<ToWorker, { type: 'invoke' }>;
+
+/** What a mirrored entry calls: the plugin's worker (an IsolatedPlugin). */
+export interface PluginInvoker {
+  invoke(
+    kind: Invoke['kind'],
+    name: string,
+    input: unknown,
+    ctx: CallContext,
+    limitMs: number | undefined,
+    complete?: Invoke['complete'],
+  ): Promise<unknown>;
+}
 
 const mirrored = new WeakSet<object>();
 
@@ -29,7 +43,7 @@ function mark<T extends object>(handler: T): T {
 
 export function mirrorEntry(
   registry: Registry,
-  plugin: IsolatedPlugin,
+  plugin: PluginInvoker,
   kind: EntryKindName,
   owner: string,
   data: Record<string, unknown>,
@@ -101,7 +115,7 @@ export class RegistryMirror {
   constructor(
     private readonly registry: Registry,
     private readonly owner: string,
-    private readonly plugin: IsolatedPlugin,
+    private readonly plugin: PluginInvoker,
   ) {}
 
   hold(): void {

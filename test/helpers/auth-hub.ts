@@ -127,6 +127,21 @@ export async function connectWithToken(
 }
 
 /** A raw MCP POST (2026-07-28 envelope unless `legacy` headers are given). */
+/**
+ * fetch, tried once more when a pooled keep-alive socket turned out to be closed by the hub
+ * (undici's "other side closed" before any answer): the request never reached a handler, so
+ * sending it again is what a client would do. Any other failure is the test's to see.
+ */
+async function fetchRetryingStaleSocket(url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string } }).cause;
+    if (cause?.code !== 'UND_ERR_SOCKET' && cause?.code !== 'ECONNRESET') throw err;
+    return fetch(url, init);
+  }
+}
+
 export async function rawPost(
   url: string,
   body: Record<string, unknown>,
@@ -138,7 +153,7 @@ export async function rawPost(
   // meanwhile (5 s idle) is only noticed once the loop polls again, so let it poll first rather
   // than reuse a dead socket ("fetch failed" on a loaded machine).
   await new Promise((r) => setImmediate(r));
-  const res = await fetch(url, {
+  const res = await fetchRetryingStaleSocket(url, {
     method: 'POST',
     headers: {
       'Content-Type': 'application/json',
