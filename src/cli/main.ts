@@ -6,7 +6,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Server } from 'node:http';
 import { resolve } from 'node:path';
 import { checkLogFormat, checkLogLevel, createLogger, type LogFormat } from '../log.js';
-import { startOperations } from '../observe/operations.js';
+import { startOperations } from '../operations.js';
 import { startHub } from '../hub.js';
 import { startHttpServer, serveStdio } from '../server/index.js';
 import { packageVersion } from '../server/protocol.js';

@@ -5,11 +5,11 @@
  * `stdio()` take the options a transport would get and return them with those two added.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger } from '../log.js';
-import type { Hub } from '../hub.js';
-import type { Access } from '../access.js';
-import type { Settings } from '../config/settings.js';
-import { observeSettingsOf } from '../config/observe-config.js';
+import type { Logger } from './log.js';
+import type { Hub } from './hub.js';
+import type { Access } from './access.js';
+import type { Settings } from './config/settings.js';
+import { observeSettingsOf } from './config/observe-config.js';
 import {
   DEFAULT_MAX_BODY_BYTES,
   createMcpDispatcher,
@@ -18,23 +18,23 @@ import {
   type HttpServerOptions,
   type OriginPolicy,
   type StdioOptions,
-} from '../server/index.js';
-import { upstreamsOf } from '../upstream/manager.js';
-import { redactUrl } from '../upstream/status-redact.js';
-import { setUpstreamCallHook, type UpstreamCallHook } from '../upstream/call-hook.js';
+} from './server/index.js';
+import { upstreamsOf } from './upstream/manager.js';
+import { redactUrl } from './upstream/status-redact.js';
+import { setUpstreamCallHook, type UpstreamCallHook } from './upstream/call-hook.js';
 import {
   observeDispatcher,
   type CallObserver,
   type RequestTracer,
   type Transport,
-} from './call-observer.js';
-import { HubMetrics, REFUSAL_BY_STATUS } from './metrics.js';
-import { AuditLog } from './audit.js';
-import { LiveCalls } from './live-calls.js';
-import { tracingWanted } from './otel-env.js';
-import { operatorRoutes, startMetricsServer, type Route } from './operator-routes.js';
-import { dashboardApi } from '../dashboard/dashboard-api.js';
-import { dashboardPage } from '../dashboard/static-files.js';
+} from './observe/call-observer.js';
+import { HubMetrics, REFUSAL_BY_STATUS } from './observe/metrics.js';
+import { AuditLog } from './observe/audit.js';
+import { LiveCalls } from './observe/live-calls.js';
+import { tracingWanted } from './observe/otel-env.js';
+import { operatorRoutes, startMetricsServer, type Route } from './observe/operator-routes.js';
+import { dashboardApi } from './dashboard/dashboard-api.js';
+import { dashboardPage } from './dashboard/static-files.js';
 
 export interface OperationsOptions {
   hub: Hub;
@@ -90,7 +90,7 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
   let tracer: RequestTracer | undefined;
   if (tracingWanted()) {
     // Loaded only when asked for: with tracing off no OpenTelemetry code runs at all.
-    const { startTracing } = await import('./tracing.js');
+    const { startTracing } = await import('./observe/tracing.js');
     tracer = startTracing();
     tracer?.instrument(registry);
     closers.push(() => tracer?.shutdown());
