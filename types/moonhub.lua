@@ -124,11 +124,15 @@ function mcp.remove_tool(name) end
 function mcp.list_tools(session_uuid) end
 
 ---Calls a tool as the caller `context` describes (inside a handler: its real caller).
+---`is_error` is true when the tool reported an error with content. Botster's callback form
+---calls `callback(content, err, is_error)` instead and returns nothing.
 ---@param name string
 ---@param params table?
 ---@param context moonhub.Context|table?
 ---@return table[]|nil content
 ---@return string? err
+---@return boolean? is_error
+---@overload fun(name: string, params: table?, context: moonhub.Context|table?, callback: fun(content: table[]|nil, err: string?, is_error: boolean?))
 function mcp.call_tool(name, params, context) end
 
 ---The number of registered tools.
@@ -180,11 +184,13 @@ function mcp.list_resource_templates() end
 ---@return table[]
 function mcp.list_resources() end
 
----Reads a resource as the caller `context` describes: an array of contents.
+---Reads a resource as the caller `context` describes: an array of contents. Botster's
+---callback form calls `callback(contents, err)` instead and returns nothing.
 ---@param uri string
 ---@param context moonhub.Context|table?
 ---@return table[]|nil contents
 ---@return string? err
+---@overload fun(uri: string, context: moonhub.Context|table?, callback: fun(contents: table[]|nil, err: string?))
 function mcp.read_resource(uri, context) end
 
 ---The number of registered resources and templates.

@@ -5,6 +5,7 @@
  * cancellation), for a session's view, or for the plugin itself; never wider than its caller.
  */
 import type { Logger } from '../log.js';
+import { contextFields } from '../lua-api/botster-compat.js';
 import type { SessionViews } from '../lua-api/index.js';
 import type { Registry } from '../registry/registry.js';
 import type { CallContext, OwnerFilter } from '../registry/types.js';
@@ -41,11 +42,28 @@ export class HubAnswers {
     given: CallContext | undefined,
   ): { ctx: CallContext; view: OwnerFilter } {
     const base: CallContext = { ...(given ?? {}), hub_id: this.src.registry.hubId };
+    // A Lua caller's other context fields pass on, checked here too (bounded, never identity).
+    const fields = given?.fields === undefined ? undefined : contextFields(given.fields);
+    if (fields === undefined) delete base.fields;
+    else base.fields = fields;
     if (origin.call !== undefined) {
       const live = this.src.live(origin.call);
       const outer = live ?? this.src.finished(origin.call);
       // Never wider than the caller: a call whose caller is forgotten is refused.
       if (!outer) throw new Error('the call this code acts for has ended');
+      // Who is asking is the call's caller as this thread knows it (as nested-call.ts does).
+      for (const k of [
+        'session_uuid',
+        'agent_name',
+        'target',
+        'principal',
+        'request_id',
+      ] as const) {
+        if (outer[k] === undefined) delete base[k];
+        else (base as unknown as Record<string, unknown>)[k] = outer[k];
+      }
+      base.plugin = this.src.owner;
+      delete base.uri;
       if (outer.peer !== undefined) base.peer = outer.peer;
       if (outer.filter !== undefined) base.filter = outer.filter;
       if (live) Object.defineProperty(base, 'signal', { get: () => live.signal, enumerable: true });
@@ -176,5 +194,7 @@ function plainCopy(ctx: CallContext): Record<string, unknown> {
   ] as const) {
     if (ctx[k] !== undefined) out[k] = ctx[k];
   }
+  // A Lua caller's other context fields, as the transform sees them without isolation.
+  if (ctx.fields !== undefined) out.fields = { ...ctx.fields };
   return out;
 }

@@ -195,16 +195,31 @@ export class IsolatedPlugin {
     this.worker = worker;
     this.syncPort = port1;
     this.mirror.hold();
-    port1.on('message', (req: SyncRequest) => {
-      let answer: { ok: boolean; value?: unknown; error?: string };
+    // The worker's messages and its synchronous questions travel on different ports, which keep
+    // no order between them: a question is answered only once the messages the worker posted
+    // before it are handled here (it waits meanwhile, so at most one question is ever waiting).
+    let received = 0;
+    let waiting: SyncRequest | undefined;
+    const answer = (req: SyncRequest): void => {
+      let reply: { ok: boolean; value?: unknown; error?: string };
       try {
-        answer = { ok: true, value: this.answers.answerSync(req) };
+        reply = { ok: true, value: this.answers.answerSync(req) };
       } catch (err) {
-        answer = { ok: false, error: (err as Error).message };
+        reply = { ok: false, error: (err as Error).message };
       }
-      port1.postMessage(answer);
+      port1.postMessage(reply);
       Atomics.store(flag, 0, 1);
       Atomics.notify(flag, 0);
+    };
+    const caughtUp = (): void => {
+      if (waiting === undefined || waiting.after > received) return;
+      const req = waiting;
+      waiting = undefined;
+      answer(req);
+    };
+    port1.on('message', (req: SyncRequest) => {
+      if (req.after > received) waiting = req;
+      else answer(req);
     });
     port1.unref();
     this.ready = new Promise<void>((resolve, reject) => {
@@ -220,19 +235,24 @@ export class IsolatedPlugin {
       }, loadLimit + 10_000);
       worker.on('message', (msg: FromWorker) => {
         if (gen !== this.generation) return;
-        if (msg.type === 'loaded') {
-          this.memoryUsed = msg.memory ?? 0;
-          clearTimeout(timer);
-          if (this.activated) {
-            this.mirror.applyHeld();
-            if (this.phase === 'loading' || this.phase === 'dead') this.phase = 'ready';
-          }
-          resolve();
-        } else if (msg.type === 'failed') {
-          clearTimeout(timer);
-          this.mirror.drop();
-          reject(msg.lua ? new LuaError(msg.message) : new Error(msg.message));
-        } else this.onMessage(msg);
+        received++;
+        try {
+          if (msg.type === 'loaded') {
+            this.memoryUsed = msg.memory ?? 0;
+            clearTimeout(timer);
+            if (this.activated) {
+              this.mirror.applyHeld();
+              if (this.phase === 'loading' || this.phase === 'dead') this.phase = 'ready';
+            }
+            resolve();
+          } else if (msg.type === 'failed') {
+            clearTimeout(timer);
+            this.mirror.drop();
+            reject(msg.lua ? new LuaError(msg.message) : new Error(msg.message));
+          } else this.onMessage(msg);
+        } finally {
+          caughtUp();
+        }
       });
       worker.on('error', (err) => {
         if (gen !== this.generation) return;

@@ -19,7 +19,12 @@ import type { FromWorker, PluginWorkerSetup, ToWorker } from './worker-protocol.
 const setup = workerData as PluginWorkerSetup;
 const port = parentPort!;
 const owner = setup.source.name;
-const post = (msg: FromWorker): void => port.postMessage(msg);
+/** Messages posted on `port` so far: a synchronous question waits until the hub has them. */
+let posted = 0;
+const post = (msg: FromWorker): void => {
+  posted++;
+  port.postMessage(msg);
+};
 const log = createLogger(setup.logLevel).child({ plugin: owner });
 
 /** Asynchronous requests to the hub's thread, by id. */
@@ -30,7 +35,7 @@ const running = new Map<number, { controller: AbortController | undefined }>();
 
 const link: HubLink = {
   post,
-  ask: syncLink(setup.syncPort, setup.flag),
+  ask: syncLink(setup.syncPort, setup.flag, () => posted),
   request: (op, args, origin, ctx) =>
     new Promise((resolve, reject) => {
       const id = nextAsk++;

@@ -57,21 +57,27 @@ export function plainContext(ctx: CallContext): PlainContext {
   if (ctx.plugin !== undefined) out.plugin = ctx.plugin;
   if (ctx.request_id !== undefined) out.request_id = ctx.request_id;
   if (ctx.uri !== undefined) out.uri = ctx.uri;
+  if (ctx.fields !== undefined) out.fields = { ...ctx.fields };
   return out;
 }
 
 export interface HubLink {
   post(msg: FromWorker): void;
   /** Asks the hub's thread and waits for its answer (a reply port plus a shared flag). */
-  ask(req: SyncRequest): unknown;
+  ask(req: Omit<SyncRequest, 'after'>): unknown;
   /** Sends an asynchronous request; resolves or rejects with the hub's answer. */
   request(op: AsyncOp, args: unknown[], origin: Origin, ctx?: PlainContext): Promise<unknown>;
 }
 
-export function syncLink(port: MessagePort, flag: Int32Array): HubLink['ask'] {
+/** `posted` counts the messages the worker has posted on its own port (SyncRequest.after). */
+export function syncLink(
+  port: MessagePort,
+  flag: Int32Array,
+  posted: () => number,
+): HubLink['ask'] {
   return (req) => {
     Atomics.store(flag, 0, 0);
-    port.postMessage(req);
+    port.postMessage({ ...req, after: posted() } satisfies SyncRequest);
     if (Atomics.wait(flag, 0, 0, SYNC_WAIT_MS) === 'timed-out') {
       throw new Error(`the hub did not answer '${req.op}' within ${SYNC_WAIT_MS} ms`);
     }

@@ -40,6 +40,8 @@ export interface PlainContext {
   plugin?: string;
   request_id?: string | number;
   uri?: string;
+  /** The other fields of a Lua caller's context table (never identity: see CallContext). */
+  fields?: Record<string, string | number | boolean>;
 }
 
 /** Who a call from the worker acts for: a running call of the hub's, a session's view, or the plugin. */
@@ -128,6 +130,12 @@ export type SyncOp =
 
 export interface SyncRequest {
   op: SyncOp;
+  /**
+   * How many messages the worker had posted on its own port before asking: the hub answers only
+   * once it has handled them, so a question sees the worker's earlier changes (a `mcp.reset`
+   * before `mcp.list_tools`) although the two travel on different ports.
+   */
+  after: number;
   origin: Origin;
   args: unknown[];
 }
