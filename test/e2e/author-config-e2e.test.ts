@@ -173,7 +173,7 @@ describe('moonhub import: an mcpServers file proxies a real stdio and a real HTT
     clients.push(b.client);
     const seen = (await b.client.listTools()).tools.map((t) => t.name);
     assert.ok(seen.includes('ev_echo'), seen.join(', '));
-    assert.ok(!seen.some((n) => n.startsWith('web.') || n.startsWith('local.')), seen.join(', '));
+    assert.ok(!seen.some((n) => n.startsWith('web_') || n.startsWith('local.')), seen.join(', '));
     const refused = await b.client.callTool({ name: 'web_echo', arguments: { message: 'x' } }).then(
       (r) => text(r),
       (err: Error) => err.message,
@@ -281,11 +281,11 @@ describe('plugins.settings and ${ENV}: a secret reaches its plugin and nothing e
   it('an upstream header built from the secret works (the upstream wants it)', async () => {
     const deadline = Date.now() + 15_000;
     let names: string[] = [];
-    while (Date.now() < deadline && !names.includes('guarded.work')) {
+    while (Date.now() < deadline && !names.includes('guarded_work')) {
       names = (await client.listTools()).tools.map((t) => t.name);
       await new Promise((r) => setTimeout(r, 100));
     }
-    assert.ok(names.includes('guarded.work'), names.join(', '));
+    assert.ok(names.includes('guarded_work'), names.join(', '));
   });
 
   it('the secret is in no status, list, error or log line', async () => {
