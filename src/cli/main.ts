@@ -185,7 +185,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
   }
   const onError = (err: unknown) => logger.error({ err }, 'internal error while serving a request');
   let cluster: Cluster | undefined;
-  // observe: metrics, traces, audit, health and dashboard (src/observe/operations.ts).
+  // observe: metrics, traces, audit, health and dashboard (src/operations.ts).
   let ops: Awaited<ReturnType<typeof startOperations>>;
   try {
     cluster = flags.stdio ? undefined : await openServeCluster(s, logger);
