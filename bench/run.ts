@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --profile [--only=bare,proxy]] [-- --write-baseline]`: measures moonhub against the
+ * `npm run bench [-- --quick] [-- --profile [--only=bare,proxy]] [-- --rounds=N --seconds=S] [-- --write-baseline]`: measures moonhub against the
  * bare node:http ceiling and the official SDK in one run, prints the table, writes
  * bench/results/, and (with a recorded baseline) fails when one of our ratios fell more than
  * 25 % below it. See docs/performance.md for the method.
@@ -35,22 +35,39 @@ interface Flags {
   only: Set<string> | undefined;
   profile: boolean;
   writeBaseline: boolean;
+  /** `--rounds=N` / `--seconds=S`: more or longer rounds, for effects smaller than the noise. */
+  rounds?: number;
+  seconds?: number;
 }
 
 function flags(argv: string[]): Flags {
   const known = new Set(['--quick', '--profile', '--write-baseline']);
   let only: Set<string> | undefined;
+  let rounds: number | undefined;
+  let seconds: number | undefined;
   for (const a of argv) {
     if (a.startsWith('--only=')) only = new Set(a.slice('--only='.length).split(','));
+    else if (a.startsWith('--rounds=')) rounds = positiveInt(a);
+    else if (a.startsWith('--seconds=')) seconds = positiveInt(a);
     else if (!known.has(a))
-      throw new Error(`unknown flag ${a} (known: ${[...known].join(', ')}, --only=ROW,ROW)`);
+      throw new Error(
+        `unknown flag ${a} (known: ${[...known].join(', ')}, --only=ROW,ROW, --rounds=N, --seconds=S)`,
+      );
   }
   return {
     quick: argv.includes('--quick'),
     only,
     profile: argv.includes('--profile'),
     writeBaseline: argv.includes('--write-baseline'),
+    ...(rounds !== undefined ? { rounds } : {}),
+    ...(seconds !== undefined ? { seconds } : {}),
   };
+}
+
+function positiveInt(flag: string): number {
+  const n = Number(flag.slice(flag.indexOf('=') + 1));
+  if (!Number.isInteger(n) || n < 1 || n > 1000) throw new Error(`${flag}: expected 1..1000`);
+  return n;
 }
 
 function log(line: string): void {
@@ -109,6 +126,8 @@ async function main(): Promise<number> {
           log,
         }
       : { rows: f.only, rounds: 3, seconds: 5, warmSeconds: 2, proxyWaitMs: 10_000, log };
+    if (f.rounds !== undefined) settings.rounds = f.rounds;
+    if (f.seconds !== undefined) settings.seconds = f.seconds;
     // Only a full run of every scenario replaces latest.json and the chart.
     const partial = f.quick || f.only !== undefined;
     const mainRows = await measureThroughput(settings, procs);
