@@ -77,6 +77,7 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
             if (s.stream !== undefined && !s.stream.closed) streams++;
           return { sessions: sessions.size, streams };
         },
+        listenStreams: () => access.httpHandler()?.listenStreams,
       })
     : undefined;
   if (metrics !== undefined) {

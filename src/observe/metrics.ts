@@ -30,6 +30,8 @@ export interface MetricsSources {
   execute: () => { running: number; queued: number; workers: number } | undefined;
   /** 2025 HTTP sessions and those with a GET stream open. */
   legacySessions: () => { sessions: number; streams: number } | undefined;
+  /** Open 2026-07-28 `subscriptions/listen` streams (HTTP); undefined without HTTP. */
+  listenStreams?: () => number | undefined;
 }
 
 const METHODS = new Set([
@@ -183,11 +185,12 @@ export class HubMetrics {
     });
     new client.Gauge({
       name: 'moonhub_streams',
-      help: 'Open server-to-client event streams of 2025 sessions (GET)',
+      help: 'Open server-to-client event streams: 2025 GET streams (legacy), subscriptions/listen (modern)',
       labelNames: ['era'],
       ...r,
       collect() {
         this.set({ era: 'legacy' }, src.legacySessions()?.streams ?? 0);
+        this.set({ era: 'modern' }, src.listenStreams?.() ?? 0);
       },
     });
   }

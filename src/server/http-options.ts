@@ -46,6 +46,8 @@ export interface McpHttpHandler {
   readonly dispatcher: McpDispatcher;
   readonly sessions: SessionLayer;
   readonly fanout: ListChangedFanout;
+  /** Open `subscriptions/listen` streams (for metrics). */
+  readonly listenStreams: number;
   /** Ends every stream and session; the listen streams get their graceful-close result. */
   close(): void;
 }

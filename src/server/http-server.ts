@@ -72,6 +72,10 @@ function isJsonContentType(ct: string | undefined): boolean {
 class HttpTransport implements McpHttpHandler, SessionSource {
   readonly dispatcher: McpDispatcher;
   readonly sessions: SessionLayer;
+  /** Open `subscriptions/listen` streams (for metrics). */
+  get listenStreams(): number {
+    return this.listens.size;
+  }
   readonly fanout: ListChangedFanout;
   private readonly inbound: Inbound;
   private readonly listens: Listens;

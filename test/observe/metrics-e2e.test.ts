@@ -150,6 +150,47 @@ describe('metrics, health and audit of a running hub', () => {
     assert.doesNotMatch(text, /hi"|session:|[0-9a-f]{32}/);
   });
 
+  it('counts open subscriptions/listen streams as modern-era streams, and their end', async () => {
+    const streams = async () =>
+      sample(await scrape(base, token), 'moonhub_streams', { era: 'modern' });
+    const before1 = await streams();
+    const ctl = new AbortController();
+    const res = await fetch(hub.url, {
+      method: 'POST',
+      signal: ctl.signal,
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'subscriptions/listen',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'metrics-listen',
+        method: 'subscriptions/listen',
+        params: {
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientCapabilities': {},
+          },
+          notifications: { toolsListChanged: true },
+        },
+      }),
+    });
+    assert.equal(res.headers.get('content-type'), 'text/event-stream');
+    const reader = res.body!.getReader();
+    await reader.read();
+    assert.equal(await streams(), before1 + 1);
+    ctl.abort();
+    await reader.cancel().catch(() => {});
+    let now = -1;
+    for (let i = 0; i < 50 && now !== before1; i++) {
+      now = await streams();
+      if (now !== before1) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(now, before1, 'the ended listen stream is no longer counted');
+  });
+
   it('an upstream failure shows as an error of the upstream call and fails readiness', async () => {
     const before1 = await scrape(base, token);
     await upstream.stop();
