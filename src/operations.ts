@@ -174,6 +174,8 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
         ...opts,
         dispatcher: wrap('http', opts.dispatcher ?? createMcpDispatcher(registry, opts)),
         authenticate: refusals?.authenticate ?? opts.authenticate,
+        // The session-side limits count their refusals where they refuse (session-limits.ts).
+        refused: metrics === undefined ? opts.refused : (l: string) => metrics.refused(l),
         otherRoutes: (req, res) => {
           tracing?.bindHttp(req);
           refusals?.watch(req, res);
@@ -196,6 +198,7 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
       return {
         ...opts,
         dispatcher: wrap('stdio', opts.dispatcher ?? createMcpDispatcher(registry, opts)),
+        refused: metrics === undefined ? opts.refused : (l: string) => metrics.refused(l),
       };
     },
     metricsUrl,
@@ -209,7 +212,7 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
 /**
  * Counts the HTTP refusals that never reach the dispatcher, by limit, without a listener on
  * every response: failed authentication through the authenticate hook, and a 'finish' listener
- * only on requests that may be refused for their size or for the sessions' bound.
+ * only on requests that may be refused for their size.
  */
 function refusalCounter(metrics: HubMetrics, access: Access, opts: HttpServerOptions) {
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
@@ -220,7 +223,9 @@ function refusalCounter(metrics: HubMetrics, access: Access, opts: HttpServerOpt
   };
   const onFinish = function (this: ServerResponse) {
     const limit = REFUSAL_BY_STATUS[this.statusCode];
-    if (limit !== undefined && limit !== 'authentication') metrics.refused(limit);
+    // Authentication and the session limits are counted where they refuse.
+    if (limit !== undefined && limit !== 'authentication' && limit !== 'sessions')
+      metrics.refused(limit);
   };
   return {
     authenticate:
@@ -233,13 +238,7 @@ function refusalCounter(metrics: HubMetrics, access: Access, opts: HttpServerOpt
     watch(req: IncomingMessage, res: ServerResponse): void {
       if (req.method !== 'POST') return;
       const length = req.headers['content-length'];
-      const sessions = access.httpHandler()?.sessions;
-      if (
-        length === undefined ||
-        Number(length) > maxBody ||
-        (sessions !== undefined && sessions.size >= sessions.maxSessions)
-      )
-        res.once('finish', onFinish);
+      if (length === undefined || Number(length) > maxBody) res.once('finish', onFinish);
     },
   };
 }
