@@ -170,12 +170,12 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
       const tracing = tracer;
       const refusals = metrics === undefined ? undefined : refusalCounter(metrics, access, opts);
       const mcpPath = opts.path ?? '/mcp';
+      // The session-side limits count their refusals where they refuse (session-limits.ts).
+      const limited = { ...opts, refused: refusedBy(metrics, opts.refused) };
       return {
-        ...opts,
-        dispatcher: wrap('http', opts.dispatcher ?? createMcpDispatcher(registry, opts)),
+        ...limited,
+        dispatcher: wrap('http', opts.dispatcher ?? createMcpDispatcher(registry, limited)),
         authenticate: refusals?.authenticate ?? opts.authenticate,
-        // The session-side limits count their refusals where they refuse (session-limits.ts).
-        refused: metrics === undefined ? opts.refused : (l: string) => metrics.refused(l),
         otherRoutes: (req, res) => {
           tracing?.bindHttp(req);
           refusals?.watch(req, res);
@@ -195,10 +195,10 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
       };
     },
     stdio(opts) {
+      const limited = { ...opts, refused: refusedBy(metrics, opts.refused) };
       return {
-        ...opts,
-        dispatcher: wrap('stdio', opts.dispatcher ?? createMcpDispatcher(registry, opts)),
-        refused: metrics === undefined ? opts.refused : (l: string) => metrics.refused(l),
+        ...limited,
+        dispatcher: wrap('stdio', opts.dispatcher ?? createMcpDispatcher(registry, limited)),
       };
     },
     metricsUrl,
@@ -207,6 +207,14 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
       for (const c of closers.reverse()) await c();
     },
   };
+}
+
+/** The refusal counter of the session-side limits: the metrics' when metrics are on. */
+function refusedBy(
+  metrics: HubMetrics | undefined,
+  given: ((limit: string) => void) | undefined,
+): ((limit: string) => void) | undefined {
+  return metrics === undefined ? given : (limit) => metrics.refused(limit);
 }
 
 /**
