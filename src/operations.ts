@@ -168,7 +168,7 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
     http(opts) {
       const other = opts.otherRoutes;
       const tracing = tracer;
-      const refusals = metrics === undefined ? undefined : refusalCounter(metrics, access, opts);
+      const refusals = metrics === undefined ? undefined : refusalCounter(metrics, opts);
       const mcpPath = opts.path ?? '/mcp';
       // The session-side limits count their refusals where they refuse (session-limits.ts).
       const limited = { ...opts, refused: refusedBy(metrics, opts.refused) };
@@ -222,7 +222,7 @@ function refusedBy(
  * every response: failed authentication through the authenticate hook, and a 'finish' listener
  * only on requests that may be refused for their size.
  */
-function refusalCounter(metrics: HubMetrics, access: Access, opts: HttpServerOptions) {
+function refusalCounter(metrics: HubMetrics, opts: HttpServerOptions) {
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const auth = opts.authenticate;
   const counted = (v: AuthVerdict): AuthVerdict => {

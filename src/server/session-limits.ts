@@ -99,8 +99,16 @@ export interface IndexedSession {
   readonly id: string;
   readonly principal: string | undefined;
   lastSeen: number;
+  /** When the index last moved it to the back (the index's own; `lastSeen` is at most 1 s on). */
+  orderedAt?: number;
   readonly inflight: { readonly size: number };
 }
+
+/**
+ * A touch moves a session only when its place is this old: a chatty client costs two Map moves
+ * a second, not two per request, and the order stays right to within this much.
+ */
+const REORDER_MS = 1000;
 
 /** How many of the oldest sessions an admission looks at for one without a call in flight. */
 const EVICT_LOOKAHEAD = 32;
@@ -129,6 +137,7 @@ export class SessionIndex<S extends IndexedSession> {
   }
 
   add(s: S): void {
+    s.orderedAt = s.lastSeen;
     this.all.set(s.id, s);
     const key = s.principal ?? NOBODY;
     let own = this.byPrincipal.get(key);
@@ -139,6 +148,8 @@ export class SessionIndex<S extends IndexedSession> {
   /** Marks client activity: the session moves to the back of both orders. */
   touch(s: S, now: number): void {
     s.lastSeen = now;
+    if (now - (s.orderedAt ?? 0) < REORDER_MS) return;
+    s.orderedAt = now;
     this.all.delete(s.id);
     this.all.set(s.id, s);
     const own = this.byPrincipal.get(s.principal ?? NOBODY);
@@ -190,9 +201,9 @@ export class SessionIndex<S extends IndexedSession> {
   *expired(now: number): Generator<S> {
     const cutoff = now - this.limits.sessionIdleMs;
     for (const s of this.all.values()) {
-      // The order is by last activity: the first one seen lately ends the walk.
-      if (s.lastSeen >= cutoff) return;
-      if (s.inflight.size === 0) yield s;
+      // The order is by last activity (to within REORDER_MS): the first recent one ends the walk.
+      if ((s.orderedAt ?? 0) >= cutoff) return;
+      if (s.lastSeen < cutoff && s.inflight.size === 0) yield s;
     }
   }
 
@@ -200,8 +211,8 @@ export class SessionIndex<S extends IndexedSession> {
     const cutoff = now - this.limits.sessionEvictIdleMs;
     let looked = 0;
     for (const s of order.values()) {
-      if (s.lastSeen > cutoff || looked++ >= EVICT_LOOKAHEAD) return undefined;
-      if (s.inflight.size === 0) return s;
+      if ((s.orderedAt ?? 0) > cutoff || looked++ >= EVICT_LOOKAHEAD) return undefined;
+      if (s.lastSeen <= cutoff && s.inflight.size === 0) return s;
     }
     return undefined;
   }
