@@ -130,7 +130,9 @@ export class Listens {
       error = wireError('subscription_limit', { max: listensTotal });
     } else {
       const uris = filter.resourceSubscriptions;
-      const refused = uris === undefined ? undefined : subscriptionRefusal(uris, 0, this.limits);
+      // A URI named twice is one subscription, as with resources/subscribe.
+      const refused =
+        uris === undefined ? undefined : subscriptionRefusal([...new Set(uris)], 0, this.limits);
       limit = refused?.limit;
       error = refused?.error;
     }
