@@ -62,6 +62,17 @@ export const WIRE_ERRORS = {
     status: 400,
     message: 'Invalid Request: initialize may not be part of a batch',
   },
+  batch_too_long: {
+    code: INVALID_REQUEST,
+    status: 400,
+    message:
+      'Invalid Request: a JSON-RPC batch may hold at most {max} messages (limits.batch_length); this one has {length}',
+  },
+  request_id_invalid: {
+    code: INVALID_REQUEST,
+    status: 400,
+    message: 'Invalid Request: the request id {reason}',
+  },
   batch_unsupported: {
     code: INVALID_REQUEST,
     status: 400,
@@ -137,7 +148,14 @@ export const WIRE_ERRORS = {
   too_many_sessions: {
     code: SERVER_ERROR,
     status: 503,
-    message: 'Service Unavailable: too many sessions',
+    message:
+      'Service Unavailable: too many sessions: all {max} (limits.sessions.total) are active, none idle to end; retry later',
+  },
+  sessions_per_principal: {
+    code: SERVER_ERROR,
+    status: 429,
+    message:
+      'Too Many Requests: this principal already has {max} sessions (limits.sessions.per_principal), all active; end one (DELETE) or retry later',
   },
   stream_conflict: {
     code: SERVER_ERROR,
@@ -173,7 +191,26 @@ export const WIRE_ERRORS = {
   subscription_limit: {
     code: INTERNAL_ERROR,
     status: 200,
-    message: 'Subscription limit reached',
+    message:
+      'Subscription limit reached: {max} subscriptions/listen streams are open (limits.listens.total)',
+  },
+  listen_limit_principal: {
+    code: INTERNAL_ERROR,
+    status: 200,
+    message:
+      'Subscription limit reached: this principal has {max} subscriptions/listen streams open (limits.listens.per_principal)',
+  },
+  subscriptions_per_session: {
+    code: INVALID_PARAMS,
+    status: 200,
+    message:
+      'Subscription limit reached: at most {max} resource subscriptions per session (limits.subscriptions.per_session); unsubscribe first',
+  },
+  subscription_uri_too_long: {
+    code: INVALID_PARAMS,
+    status: 200,
+    message:
+      'Invalid params: a subscribed URI may be at most {max} characters (limits.subscriptions.uri_length); this one has {length}',
   },
   internal_error: { code: INTERNAL_ERROR, status: 500, message: 'Internal error' },
   handler_failed: { code: INTERNAL_ERROR, status: 200, message: '{detail}' },

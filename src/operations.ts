@@ -169,11 +169,13 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
     http(opts) {
       const other = opts.otherRoutes;
       const tracing = tracer;
-      const refusals = metrics === undefined ? undefined : refusalCounter(metrics, access, opts);
+      const refusals = metrics === undefined ? undefined : refusalCounter(metrics, opts);
       const mcpPath = opts.path ?? '/mcp';
+      // The session-side limits count their refusals where they refuse (session-limits.ts).
+      const limited = { ...opts, refused: refusedBy(metrics, opts.refused) };
       return {
-        ...opts,
-        dispatcher: wrap('http', opts.dispatcher ?? createMcpDispatcher(registry, opts)),
+        ...limited,
+        dispatcher: wrap('http', opts.dispatcher ?? createMcpDispatcher(registry, limited)),
         authenticate: refusals?.authenticate ?? opts.authenticate,
         otherRoutes: (req, res) => {
           tracing?.bindHttp(req);
@@ -194,9 +196,10 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
       };
     },
     stdio(opts) {
+      const limited = { ...opts, refused: refusedBy(metrics, opts.refused) };
       return {
-        ...opts,
-        dispatcher: wrap('stdio', opts.dispatcher ?? createMcpDispatcher(registry, opts)),
+        ...limited,
+        dispatcher: wrap('stdio', opts.dispatcher ?? createMcpDispatcher(registry, limited)),
       };
     },
     metricsUrl,
@@ -207,12 +210,20 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
   };
 }
 
+/** The refusal counter of the session-side limits: the metrics' when metrics are on. */
+function refusedBy(
+  metrics: HubMetrics | undefined,
+  given: ((limit: string) => void) | undefined,
+): ((limit: string) => void) | undefined {
+  return metrics === undefined ? given : (limit) => metrics.refused(limit);
+}
+
 /**
  * Counts the HTTP refusals that never reach the dispatcher, by limit, without a listener on
  * every response: failed authentication through the authenticate hook, and a 'finish' listener
- * only on requests that may be refused for their size or for the sessions' bound.
+ * only on requests that may be refused for their size.
  */
-function refusalCounter(metrics: HubMetrics, access: Access, opts: HttpServerOptions) {
+function refusalCounter(metrics: HubMetrics, opts: HttpServerOptions) {
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const auth = opts.authenticate;
   const counted = (v: AuthVerdict): AuthVerdict => {
@@ -221,7 +232,9 @@ function refusalCounter(metrics: HubMetrics, access: Access, opts: HttpServerOpt
   };
   const onFinish = function (this: ServerResponse) {
     const limit = REFUSAL_BY_STATUS[this.statusCode];
-    if (limit !== undefined && limit !== 'authentication') metrics.refused(limit);
+    // Authentication and the session limits are counted where they refuse.
+    if (limit !== undefined && limit !== 'authentication' && limit !== 'sessions')
+      metrics.refused(limit);
   };
   return {
     authenticate:
@@ -234,13 +247,7 @@ function refusalCounter(metrics: HubMetrics, access: Access, opts: HttpServerOpt
     watch(req: IncomingMessage, res: ServerResponse): void {
       if (req.method !== 'POST') return;
       const length = req.headers['content-length'];
-      const sessions = access.httpHandler()?.sessions;
-      if (
-        length === undefined ||
-        Number(length) > maxBody ||
-        (sessions !== undefined && sessions.size >= sessions.maxSessions)
-      )
-        res.once('finish', onFinish);
+      if (length === undefined || Number(length) > maxBody) res.once('finish', onFinish);
     },
   };
 }

@@ -214,6 +214,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
           output: process.stdout,
           onError,
           onCall: hooks.onCall,
+          limits: s.serverLimits,
           ...access.stdioOptions(flags.session),
         }),
       );
@@ -236,6 +237,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
       onError,
       onCall: hooks.onCall,
       allowedHosts,
+      limits: s.serverLimits,
       ...access.httpOptions(),
     }),
   );

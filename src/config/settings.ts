@@ -6,6 +6,7 @@ import { resolve } from 'node:path';
 import { loadConfig, type AuthMode, type HubConfig } from './config.js';
 import { executeOptionsOf, type ExecuteSettings } from './execute-config.js';
 import { pluginLimitsOf, type PluginLimitSettings } from './plugin-limits-config.js';
+import { serverLimitsOf, type ServerLimitSettings } from './limits-config.js';
 
 export interface SettingsFlags {
   plugins?: string[];
@@ -35,6 +36,8 @@ export interface Settings {
   dataDirFrom: string;
   /** Each plugin's bounds from the config's plugin_limits (defaults for the rest). */
   pluginLimits: PluginLimitSettings;
+  /** The front door's session-side bounds from the config's `limits:` (defaults for the rest). */
+  serverLimits: ServerLimitSettings;
   /** The endpoint URL given by --url or public_url; otherwise derived once the port is known. */
   publicUrl: string | undefined;
   /** The `execute` built-in's options from the config file (`enabled: false` leaves it out). */
@@ -80,6 +83,7 @@ export function resolveSettings(flags: SettingsFlags): Settings {
           ? `data_dir in ${configFile}`
           : 'the default ./.moonhub of the current directory',
     pluginLimits: pluginLimitsOf(config.plugin_limits),
+    serverLimits: serverLimitsOf(config.limits),
     publicUrl: flags.url ?? config.public_url,
     execute: executeOptionsOf(config.execute),
     isolation: { mode: config.plugins?.isolation, graceMs: config.plugins?.hard_stop_grace_ms },

@@ -38,11 +38,12 @@ import {
   type Implementation,
 } from './protocol.js';
 import type { RequestScope, SessionState } from './session.js';
+import { resolveLimits, type LimitOptions } from './session-limits.js';
 
 export { newSessionState, type RequestScope, type SessionState } from './session.js';
 export { LazyAbort, type Abortable } from './abort.js';
 
-export interface DispatcherOptions {
+export interface DispatcherOptions extends LimitOptions {
   /** Items per page of the list methods (default 100). */
   pageSize?: number;
   serverInfo?: Implementation;
@@ -135,6 +136,8 @@ class Dispatcher implements McpDispatcher {
       serverInfo: this.serverInfo,
       capabilities: this.capabilities,
       instructions: opts.instructions,
+      limits: resolveLimits(opts.limits),
+      refused: opts.refused,
       contextOf: (call) => this.contextOf(call),
     });
     // `moonhub dev`'s per-call line (call-observer.ts), wrapped in only when asked for.

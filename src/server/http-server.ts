@@ -89,13 +89,17 @@ class HttpTransport implements McpHttpHandler, SessionSource {
     private readonly opts: HttpHandlerOptions,
   ) {
     this.dispatcher = opts.dispatcher ?? createMcpDispatcher(registry, opts);
-    this.inbound = new Inbound(this.dispatcher);
+    this.inbound = new Inbound(this.dispatcher, opts.limits, opts.refused);
     this.path = opts.path ?? '/mcp';
     this.guard = createRequestGuard(opts);
     this.sessions = opts.sessions ?? new LegacySessionStore(opts);
     this.fanout = new ListChangedFanout(registry, opts);
-    this.listens = new Listens(this.fanout, this.dispatcher.serverInfo, (l) =>
-      registry.onResourceUpdated(l),
+    this.listens = new Listens(
+      this.fanout,
+      this.dispatcher.serverInfo,
+      (l) => registry.onResourceUpdated(l),
+      this.inbound.limits,
+      opts.refused,
     );
     // A subscribed resource changed: tell each 2025 session that subscribed, on its GET stream.
     this.removeUpdateListener = registry.onResourceUpdated((uri) =>
@@ -255,7 +259,10 @@ class HttpTransport implements McpHttpHandler, SessionSource {
   // ---- sessions (SessionSource) ------------------------------------------------------------
 
   open(facts: InboundFacts): LegacySession | WireError {
-    return this.sessions.create(facts.principal) ?? wireError('too_many_sessions');
+    return (
+      this.sessions.create(facts.principal) ??
+      wireError('too_many_sessions', { max: this.sessions.maxSessions })
+    );
   }
 
   /** The request's 2025 session, or the error for a missing, unknown or foreign one. */
@@ -309,8 +316,8 @@ class HttpTransport implements McpHttpHandler, SessionSource {
     let removeSink: (() => void) | undefined = undefined;
     const stream = new SseStream(res, { 'Mcp-Session-Id': session.id }, () => {
       removeSink?.();
+      // Not client activity: the idle clock runs from the client's last message.
       if (session.stream === stream) session.stream = undefined;
-      session.lastSeen = Date.now();
     });
     session.stream = stream;
     removeSink = this.fanout.add({

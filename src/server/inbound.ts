@@ -21,6 +21,12 @@ import {
 import { observeEnd, observeStart } from './observer.js';
 import { BATCH_VERSIONS, PROTOCOL_VERSION_META_KEY } from './protocol.js';
 import type { RequestScope, SessionState, TransportName } from './session.js';
+import {
+  badRequestId,
+  resolveLimits,
+  type RefusalCounter,
+  type ServerLimits,
+} from './session-limits.js';
 
 /** What the transport knows about one message besides its body. */
 export interface InboundFacts {
@@ -57,7 +63,15 @@ export type Decision =
 export class Inbound {
   private readonly scopes = new WeakMap<SessionState, RequestScope>();
 
-  constructor(readonly dispatcher: McpDispatcher) {}
+  readonly limits: ServerLimits;
+
+  constructor(
+    readonly dispatcher: McpDispatcher,
+    limits?: Partial<ServerLimits>,
+    private readonly refused?: RefusalCounter,
+  ) {
+    this.limits = resolveLimits(limits);
+  }
 
   /** Decides what one parsed body (a message or a batch) is and where it goes. */
   decide(body: unknown, facts: InboundFacts, sessions: SessionSource): Decision {
@@ -73,6 +87,10 @@ export class Inbound {
     }
     const msg = body as JsonRpcRequest;
     const isRequest = kind === 'request';
+    if (isRequest) {
+      const idError = this.idError(msg.id);
+      if (idError !== undefined) return this.reject(facts, body, idError, null);
+    }
     const route = eraOf(msg, isRequest, facts.headers);
     if (route.kind === 'reject')
       return this.reject(facts, body, route.error, isRequest ? msg.id : null);
@@ -123,7 +141,9 @@ export class Inbound {
     const pending: Promise<string>[] = [];
     for (const el of members) {
       const kind = classifyMessage(el);
-      if (kind === 'request')
+      const idError = kind === 'request' ? this.idError((el as JsonRpcRequest).id) : undefined;
+      if (idError !== undefined) pending.push(Promise.resolve(serializeWireError(null, idError)));
+      else if (kind === 'request')
         pending.push(this.dispatcher.handleRequest(el as JsonRpcRequest, scope, channelFor()));
       else if (kind === 'notification')
         this.dispatcher.handleNotification(el as JsonRpcNotification, scope);
@@ -156,6 +176,12 @@ export class Inbound {
   /** The batch rules, the same on every transport. */
   private decideBatch(batch: unknown[], facts: InboundFacts, sessions: SessionSource): Decision {
     if (batch.length === 0) return this.reject(facts, batch, wireError('batch_empty'), null);
+    const max = this.limits.batchLength;
+    if (batch.length > max) {
+      this.refused?.('batch_length');
+      const error = wireError('batch_too_long', { max, length: batch.length });
+      return this.reject(facts, batch, error, null);
+    }
     for (const el of batch) {
       if (!isPlainObject(el)) continue;
       const params = el.params;
@@ -178,6 +204,14 @@ export class Inbound {
         null,
       );
     return { kind: 'batch', members: batch, scope: this.scopeOf(session, facts) };
+  }
+
+  /** The refusal of a request id past the bounds (counted), or undefined. */
+  private idError(id: JsonRpcId): WireError | undefined {
+    const reason = badRequestId(id, this.limits.requestIdLength);
+    if (reason === undefined) return undefined;
+    this.refused?.('request_id');
+    return wireError('request_id_invalid', { reason });
   }
 
   /** A refusal, told to the observer too. */

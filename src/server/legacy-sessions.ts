@@ -1,43 +1,65 @@
 /**
  * The in-process session layer: 2025-era HTTP sessions made at `initialize` with a crypto-random
  * id, lookup, deletion, the standalone GET stream each may hold, expiry after an idle timeout,
- * and the message bus that writes to those streams.
+ * and the message bus that writes to those streams. Its bounds (sessions per principal and in
+ * total, oldest-idle eviction, idle expiry) are the session index's (`session-limits.ts`).
  */
 import { randomBytes } from 'node:crypto';
-import { localError } from '../errors.js';
+import { localError, type WireError } from '../errors.js';
 import {
   newSessionState,
   type SessionBus,
   type SessionLayer,
   type SessionRecord,
 } from './session.js';
+import {
+  resolveLimits,
+  SessionIndex,
+  type LimitOptions,
+  type RefusalCounter,
+  type ServerLimits,
+} from './session-limits.js';
 
 /** A 2025 HTTP session (the in-process session layer's record). */
 export type LegacySession = SessionRecord;
 
-export interface SessionStoreOptions {
-  /** Idle time after which a session without an open stream ends (default 30 min). */
+export interface SessionStoreOptions extends LimitOptions {
+  /** Idle time after which a session ends (`limits.sessions.idle_timeout_ms` wins; 30 min). */
   idleTimeoutMs?: number;
-  /** New sessions beyond this are refused (default 10,000). */
+  /** Sessions in total (`limits.sessions.total` wins; default 10,000). */
   maxSessions?: number;
 }
 
 export class LegacySessionStore implements SessionLayer {
-  private readonly sessions = new Map<string, LegacySession>();
-  readonly idleTimeoutMs: number;
-  readonly maxSessions: number;
+  private readonly index: SessionIndex<LegacySession>;
+  readonly limits: ServerLimits;
+  private readonly refused: RefusalCounter | undefined;
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(opts: SessionStoreOptions = {}) {
-    this.idleTimeoutMs = opts.idleTimeoutMs ?? 30 * 60_000;
-    this.maxSessions = opts.maxSessions ?? 10_000;
-    const every = Math.max(50, Math.min(60_000, Math.floor(this.idleTimeoutMs / 2)));
+    this.limits = resolveLimits({
+      sessionIdleMs: opts.idleTimeoutMs,
+      sessionsTotal: opts.maxSessions,
+      ...opts.limits,
+    });
+    this.refused = opts.refused;
+    this.index = new SessionIndex(this.limits);
+    const idle = this.limits.sessionIdleMs;
+    const every = Math.max(50, Math.min(60_000, Math.floor(idle / 2)));
     this.sweeper = setInterval(() => this.sweep(Date.now()), every);
     this.sweeper.unref();
   }
 
   get size(): number {
-    return this.sessions.size;
+    return this.index.size;
+  }
+
+  get maxSessions(): number {
+    return this.limits.sessionsTotal;
+  }
+
+  get idleTimeoutMs(): number {
+    return this.limits.sessionIdleMs;
   }
 
   readonly bus: SessionBus = {
@@ -48,77 +70,74 @@ export class LegacySessionStore implements SessionLayer {
     },
     resourceUpdated: (uri, json) => {
       let note: string | undefined;
-      for (const session of this.sessions.values()) {
+      for (const session of this.index.values()) {
         if (session.subscriptions?.has(uri) && session.stream !== undefined)
           session.stream.send((note ??= json()));
       }
     },
   };
 
-  /** A new session, or undefined when the store is full. */
-  create(principal?: string): LegacySession | undefined {
-    if (this.sessions.size >= this.maxSessions) {
-      this.sweep(Date.now());
-      if (this.sessions.size >= this.maxSessions) return undefined;
+  /**
+   * A new session for `principal`, after making room: at its cap the principal's own oldest idle
+   * session ends, in a full store the oldest idle one of anybody; the refusal when all are active.
+   */
+  create(principal?: string): LegacySession | WireError {
+    const now = Date.now();
+    const room = this.index.admit(principal, now);
+    if ('error' in room) {
+      this.refused?.(room.limit);
+      return room.error;
     }
+    if (room.evict !== undefined) this.end(room.evict);
     const id = randomBytes(16).toString('hex');
     const session = newSessionState(id) as LegacySession;
-    session.lastSeen = Date.now();
+    session.lastSeen = now;
     session.stream = undefined;
     session.principal = principal;
-    this.sessions.set(id, session);
+    this.index.add(session);
     return session;
   }
 
   values(): IterableIterator<LegacySession> {
-    return this.sessions.values();
+    return this.index.values();
   }
 
-  /** Looks a session up and marks it active. */
+  /** Looks a session up and marks it active (a message from its client). */
   touch(id: string): LegacySession | undefined {
-    const s = this.sessions.get(id);
-    if (s) s.lastSeen = Date.now();
+    const s = this.index.get(id);
+    if (s) this.index.touch(s, Date.now());
     return s;
   }
 
   delete(id: string): boolean {
-    const s = this.sessions.get(id);
+    const s = this.index.get(id);
     if (!s) return false;
-    this.sessions.delete(id);
-    this.endSession(s);
+    this.end(s);
     return true;
   }
 
   /** Ends every session `pred` picks (say, those of a revoked principal); returns how many. */
   deleteWhere(pred: (s: LegacySession) => boolean): number {
-    let n = 0;
-    for (const [id, s] of this.sessions) {
-      if (!pred(s)) continue;
-      this.sessions.delete(id);
-      this.endSession(s);
-      n++;
-    }
-    return n;
+    const picked = [...this.index.values()].filter(pred);
+    for (const s of picked) this.end(s);
+    return picked.length;
   }
 
-  /** Ends sessions idle for longer than the timeout; an open GET stream counts as activity. */
+  /**
+   * Ends sessions whose client sent nothing for the idle timeout. An open GET stream does not
+   * keep one alive (the keep-alives on it are the server's); a call in flight does.
+   */
   sweep(now: number): void {
-    for (const [id, s] of this.sessions) {
-      if (s.stream && !s.stream.closed) continue;
-      if (now - s.lastSeen > this.idleTimeoutMs) {
-        this.sessions.delete(id);
-        this.endSession(s);
-      }
-    }
+    for (const s of [...this.index.expired(now)]) this.end(s);
   }
 
   closeAll(): void {
     clearInterval(this.sweeper);
-    for (const s of this.sessions.values()) this.endSession(s);
-    this.sessions.clear();
+    for (const s of [...this.index.values()]) this.end(s);
   }
 
-  private endSession(s: LegacySession): void {
+  private end(s: LegacySession): void {
+    this.index.remove(s);
     for (const ctl of s.inflight.values()) ctl.abort(localError('session_ended'));
     s.inflight.clear();
     if (s.outgoing) {

@@ -14,9 +14,15 @@ import {
 } from './jsonrpc.js';
 import { LIST_CHANGED_METHOD, type ListChangedFanout } from './list-changed.js';
 import { SERVER_INFO_META_KEY, SUBSCRIPTION_ID_META_KEY, type Implementation } from './protocol.js';
+import {
+  DEFAULT_LIMITS,
+  subscriptionRefusal,
+  type RefusalCounter,
+  type ServerLimits,
+} from './session-limits.js';
 
 /** Default cap on open subscriptions per transport (HTTP server or stdio connection). */
-export const DEFAULT_MAX_LISTENS = 1024;
+export const DEFAULT_MAX_LISTENS = DEFAULT_LIMITS.listensTotal;
 
 /** The kinds a `subscriptions/listen` filter asks for and this server honours. */
 export interface ListenFilter {
@@ -93,18 +99,53 @@ interface Subscription {
   graceful(): void;
 }
 
-/** The open subscriptions of one transport. */
+const NOBODY = '\u0000nobody';
+
+/** The open subscriptions of one transport, bounded per principal and in total. */
 export class Listens {
   private readonly open = new Set<Subscription>();
   private readonly byKey = new Map<JsonRpcId, Subscription>();
+  /** Open streams per principal: one client at its cap refuses only itself. */
+  private readonly perPrincipal = new Map<string, number>();
 
   constructor(
     private readonly fanout: ListChangedFanout,
     private readonly serverInfo: Implementation,
     /** Registers a listener for resource updates; returns its remover. */
     private readonly onResourceUpdated: (listener: (uri: string) => void) => () => void,
-    private readonly maxStreams = DEFAULT_MAX_LISTENS,
+    private readonly limits: ServerLimits = DEFAULT_LIMITS,
+    private readonly refused?: RefusalCounter,
   ) {}
+
+  /** The refusal of one more stream for `principal` (counted), or undefined. */
+  private refusal(principal: string | undefined, filter: ListenFilter): WireError | undefined {
+    const { listensTotal, listensPerPrincipal } = this.limits;
+    let limit: string | undefined;
+    let error: WireError | undefined;
+    if ((this.perPrincipal.get(principal ?? NOBODY) ?? 0) >= listensPerPrincipal) {
+      limit = 'listens_per_principal';
+      error = wireError('listen_limit_principal', { max: listensPerPrincipal });
+    } else if (this.open.size >= listensTotal) {
+      limit = 'listens';
+      error = wireError('subscription_limit', { max: listensTotal });
+    } else {
+      const uris = filter.resourceSubscriptions;
+      // A URI named twice is one subscription, as with resources/subscribe.
+      const refused =
+        uris === undefined ? undefined : subscriptionRefusal([...new Set(uris)], 0, this.limits);
+      limit = refused?.limit;
+      error = refused?.error;
+    }
+    if (limit !== undefined) this.refused?.(limit);
+    return error;
+  }
+
+  private count(principal: string | undefined, by: 1 | -1): void {
+    const key = principal ?? NOBODY;
+    const n = (this.perPrincipal.get(key) ?? 0) + by;
+    if (n > 0) this.perPrincipal.set(key, n);
+    else this.perPrincipal.delete(key);
+  }
 
   get size(): number {
     return this.open.size;
@@ -128,7 +169,8 @@ export class Listens {
         detail:
           "Invalid params: 'notifications' is required and must be a valid SubscriptionFilter",
       });
-    if (this.open.size >= this.maxStreams) return wireError('subscription_limit');
+    const refused = this.refusal(principal, filter);
+    if (refused !== undefined) return refused;
     const frames = listenFrames(id, filter, this.serverInfo);
     const kinds = filterKinds(filter);
     const uris = filter.resourceSubscriptions;
@@ -137,7 +179,7 @@ export class Listens {
     const sub: Subscription = {
       remove: () => {
         for (const remove of removers.splice(0)) remove();
-        this.open.delete(sub);
+        if (this.open.delete(sub)) this.count(principal, -1);
         if (key !== undefined && this.byKey.get(key) === sub) this.byKey.delete(key);
       },
       graceful: () => {
@@ -164,6 +206,7 @@ export class Listens {
       this.fanout.add({ kinds, principal, deliver: (kind) => writer.send(frames.notes[kind]) }),
     );
     this.open.add(sub);
+    this.count(principal, 1);
     if (key !== undefined) {
       this.byKey.get(key)?.remove();
       this.byKey.set(key, sub);
@@ -182,5 +225,6 @@ export class Listens {
     for (const sub of [...this.open]) sub.graceful();
     this.open.clear();
     this.byKey.clear();
+    this.perPrincipal.clear();
   }
 }

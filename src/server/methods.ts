@@ -19,6 +19,7 @@ import {
   type Implementation,
 } from './protocol.js';
 import type { RequestScope } from './session.js';
+import { subscriptionRefusal, type RefusalCounter, type ServerLimits } from './session-limits.js';
 
 /** One dispatched request, as its method sees it. */
 export interface Call {
@@ -42,6 +43,9 @@ export interface MethodDeps {
   readonly serverInfo: Implementation;
   readonly capabilities: Record<string, unknown>;
   readonly instructions: string | undefined;
+  /** The session-side bounds (subscriptions per session, URI length). */
+  readonly limits: ServerLimits;
+  readonly refused: RefusalCounter | undefined;
   /** The handler's CallContext for this call (made only by methods that run handlers). */
   contextOf(call: Call): CallContext;
 }
@@ -91,7 +95,16 @@ export function createMethods(deps: MethodDeps): Record<string, MethodHandler> {
     'resources/subscribe': (call) => {
       const uri = stringParam(call, 'uri', 'resources/subscribe needs a string "uri"');
       const session = call.scope.session;
-      if (session) (session.subscriptions ??= new Set()).add(uri);
+      if (session === undefined) return {};
+      const held = session.subscriptions;
+      if (held?.has(uri) !== true) {
+        const refused = subscriptionRefusal([uri], held?.size ?? 0, deps.limits);
+        if (refused !== undefined) {
+          deps.refused?.(refused.limit);
+          throw refused.error;
+        }
+      }
+      (session.subscriptions ??= new Set()).add(uri);
       return {};
     },
     'resources/unsubscribe': (call) => {

@@ -10,6 +10,7 @@ import type { JsonRpcId } from './jsonrpc.js';
 import type { ResumableStreams } from './resumable.js';
 import type { SseStream } from './sse.js';
 import type { Abortable } from './abort.js';
+import type { WireError } from '../errors.js';
 import { LATEST_LEGACY_VERSION } from './protocol.js';
 
 /** A 2025-era request the server sent the client and the client has not answered yet. */
@@ -89,8 +90,11 @@ export interface SessionLayer {
   readonly size: number;
   /** How many sessions it holds at most (refusals past it are counted by observe/). */
   readonly maxSessions: number;
-  /** A new session for `principal`, or undefined when none may be made now. */
-  create(principal: string | undefined): SessionRecord | undefined;
+  /**
+   * A new session for `principal`, or the refusal naming the limit (undefined: refused as
+   * `too_many_sessions`). The in-process layer evicts the oldest idle session to make room.
+   */
+  create(principal: string | undefined): SessionRecord | WireError | undefined;
   /** Looks a session up and marks it active. */
   touch(id: string): SessionRecord | undefined;
   values(): IterableIterator<SessionRecord>;

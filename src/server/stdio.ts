@@ -123,13 +123,17 @@ class StdioTransport implements StdioServer, InboundFacts {
     private readonly opts: StdioOptions,
   ) {
     this.dispatcher = opts.dispatcher ?? createMcpDispatcher(registry, opts);
-    this.inbound = new Inbound(this.dispatcher);
+    this.inbound = new Inbound(this.dispatcher, opts.limits, opts.refused);
     this.principal = opts.principal;
     this.session = newSessionState(undefined);
     this.session.principal = opts.principal;
     this.fanout = new ListChangedFanout(registry, opts);
-    this.listens = new Listens(this.fanout, this.dispatcher.serverInfo, (l) =>
-      registry.onResourceUpdated(l),
+    this.listens = new Listens(
+      this.fanout,
+      this.dispatcher.serverInfo,
+      (l) => registry.onResourceUpdated(l),
+      this.inbound.limits,
+      opts.refused,
     );
     this.closed = new Promise<void>((r) => (this.resolveClosed = r));
     const maxLine = opts.maxLineBytes ?? DEFAULT_MAX_BODY_BYTES;

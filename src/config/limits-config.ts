@@ -1,0 +1,52 @@
+/**
+ * The config file's `limits:` section (snake_case, checked by the schema) turned into the
+ * camelCase session-side bounds the server takes (src/server/session-limits.ts, which config/
+ * does not import: the compiler checks the shape where the hub hands it over).
+ */
+
+/** `limits:` in the config file. */
+export interface LimitsConfig {
+  sessions?: {
+    total?: number;
+    per_principal?: number;
+    idle_timeout_ms?: number;
+    evict_idle_ms?: number;
+  };
+  subscriptions?: { per_session?: number; uri_length?: number };
+  listens?: { per_principal?: number; total?: number };
+  batch_length?: number;
+  request_id_length?: number;
+}
+
+/** The bounds as the server's options name them; missing ones keep their defaults. */
+export interface ServerLimitSettings {
+  sessionsTotal?: number;
+  sessionsPerPrincipal?: number;
+  sessionIdleMs?: number;
+  sessionEvictIdleMs?: number;
+  subscriptionsPerSession?: number;
+  subscriptionUriLength?: number;
+  listensPerPrincipal?: number;
+  listensTotal?: number;
+  batchLength?: number;
+  requestIdLength?: number;
+}
+
+export function serverLimitsOf(section: LimitsConfig | undefined): ServerLimitSettings {
+  const c = section ?? {};
+  const out: ServerLimitSettings = {
+    sessionsTotal: c.sessions?.total,
+    sessionsPerPrincipal: c.sessions?.per_principal,
+    sessionIdleMs: c.sessions?.idle_timeout_ms,
+    sessionEvictIdleMs: c.sessions?.evict_idle_ms,
+    subscriptionsPerSession: c.subscriptions?.per_session,
+    subscriptionUriLength: c.subscriptions?.uri_length,
+    listensPerPrincipal: c.listens?.per_principal,
+    listensTotal: c.listens?.total,
+    batchLength: c.batch_length,
+    requestIdLength: c.request_id_length,
+  };
+  for (const k of Object.keys(out) as (keyof ServerLimitSettings)[])
+    if (out[k] === undefined) delete out[k];
+  return out;
+}

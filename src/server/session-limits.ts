@@ -1,0 +1,219 @@
+/**
+ * The session-side bounds of the front door (`limits:` in the config, docs/security.md): 2025
+ * sessions per principal and in total with oldest-idle eviction, idle expiry, subscriptions per
+ * session, `subscriptions/listen` streams per principal, batch length and request ids. The
+ * session index here keeps sessions in least-recently-active order, so admitting, evicting and
+ * expiring cost O(1) amortised (a bounded look at the oldest few), not a scan of the store.
+ * Nothing here knows HTTP; a shared-records session layer can reuse the index and the numbers.
+ */
+import { wireError, type WireError } from '../errors.js';
+import type { JsonRpcId } from './jsonrpc.js';
+
+export interface ServerLimits {
+  /** 2025 HTTP sessions in total (`limits.sessions.total`). */
+  sessionsTotal: number;
+  /** 2025 HTTP sessions of one principal (`limits.sessions.per_principal`). */
+  sessionsPerPrincipal: number;
+  /** A session the client sent nothing for this long ends, open stream or not. */
+  sessionIdleMs: number;
+  /** A session is idle enough to be evicted for a newcomer after this long without a message. */
+  sessionEvictIdleMs: number;
+  /** Resources one session (2025) or one listen stream (2026-07-28) may subscribe to. */
+  subscriptionsPerSession: number;
+  /** Characters of a subscribed resource URI. */
+  subscriptionUriLength: number;
+  /** Open `subscriptions/listen` streams of one principal, per transport. */
+  listensPerPrincipal: number;
+  /** Open `subscriptions/listen` streams in total, per transport. */
+  listensTotal: number;
+  /** Messages in one JSON-RPC batch (2025-03-26). */
+  batchLength: number;
+  /** Characters of a string request id. */
+  requestIdLength: number;
+}
+
+export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
+  sessionsTotal: 10_000,
+  sessionsPerPrincipal: 1_000,
+  sessionIdleMs: 30 * 60_000,
+  sessionEvictIdleMs: 10_000,
+  subscriptionsPerSession: 1_000,
+  subscriptionUriLength: 4_096,
+  listensPerPrincipal: 64,
+  listensTotal: 1_024,
+  batchLength: 100,
+  requestIdLength: 256,
+};
+
+/** Counts a refusal by the limit's name (HubMetrics.refused, wired by operations.ts). */
+export type RefusalCounter = (limit: string) => void;
+
+/** The options a transport takes for its bounds. */
+export interface LimitOptions {
+  /** The bounds; each missing one has its default (DEFAULT_LIMITS). */
+  limits?: Partial<ServerLimits>;
+  /** Told the limit's name at every refusal. */
+  refused?: RefusalCounter;
+}
+
+export function resolveLimits(given: Partial<ServerLimits> | undefined): ServerLimits {
+  const out = { ...DEFAULT_LIMITS };
+  if (given !== undefined)
+    for (const [k, v] of Object.entries(given))
+      if (typeof v === 'number' && v >= 0) out[k as keyof ServerLimits] = v;
+  return out;
+}
+
+/** A string id past `maxLength`, or a number that is not a safe integer: the reason, else undefined. */
+export function badRequestId(id: JsonRpcId, maxLength: number): string | undefined {
+  if (typeof id === 'string')
+    return id.length > maxLength
+      ? `is longer than ${maxLength} characters (limits.request_id_length)`
+      : undefined;
+  return Number.isSafeInteger(id) ? undefined : 'must be a string or a safe integer';
+}
+
+/** The refusal of a subscription URI list (one `resources/subscribe`, or a listen filter). */
+export function subscriptionRefusal(
+  uris: readonly string[],
+  alreadyHeld: number,
+  limits: ServerLimits,
+): { error: WireError; limit: string } | undefined {
+  const max = limits.subscriptionUriLength;
+  for (const uri of uris)
+    if (uri.length > max)
+      return {
+        error: wireError('subscription_uri_too_long', { max, length: uri.length }),
+        limit: 'subscription_uri_length',
+      };
+  if (alreadyHeld + uris.length > limits.subscriptionsPerSession)
+    return {
+      error: wireError('subscriptions_per_session', { max: limits.subscriptionsPerSession }),
+      limit: 'subscriptions_per_session',
+    };
+  return undefined;
+}
+
+/** What the index needs of a session. */
+export interface IndexedSession {
+  readonly id: string;
+  readonly principal: string | undefined;
+  lastSeen: number;
+  /** When the index last moved it to the back (the index's own; `lastSeen` is at most 1 s on). */
+  orderedAt?: number;
+  readonly inflight: { readonly size: number };
+}
+
+/**
+ * A touch moves a session only when its place is this old: a chatty client costs two Map moves
+ * a second, not two per request, and the order stays right to within this much.
+ */
+const REORDER_MS = 1000;
+
+/** How many of the oldest sessions an admission looks at for one without a call in flight. */
+const EVICT_LOOKAHEAD = 32;
+const NOBODY = '\u0000nobody';
+
+/**
+ * Sessions in least-recently-active order, globally and per principal (a Map keeps insertion
+ * order; a touch moves the session to the end), so the oldest idle one is at the front.
+ */
+export class SessionIndex<S extends IndexedSession> {
+  private readonly all = new Map<string, S>();
+  private readonly byPrincipal = new Map<string, Map<string, S>>();
+
+  constructor(private readonly limits: ServerLimits) {}
+
+  get size(): number {
+    return this.all.size;
+  }
+
+  get(id: string): S | undefined {
+    return this.all.get(id);
+  }
+
+  values(): IterableIterator<S> {
+    return this.all.values();
+  }
+
+  add(s: S): void {
+    s.orderedAt = s.lastSeen;
+    this.all.set(s.id, s);
+    const key = s.principal ?? NOBODY;
+    let own = this.byPrincipal.get(key);
+    if (own === undefined) this.byPrincipal.set(key, (own = new Map()));
+    own.set(s.id, s);
+  }
+
+  /** Marks client activity: the session moves to the back of both orders. */
+  touch(s: S, now: number): void {
+    s.lastSeen = now;
+    if (now - (s.orderedAt ?? 0) < REORDER_MS) return;
+    s.orderedAt = now;
+    this.all.delete(s.id);
+    this.all.set(s.id, s);
+    const own = this.byPrincipal.get(s.principal ?? NOBODY);
+    if (own !== undefined) {
+      own.delete(s.id);
+      own.set(s.id, s);
+    }
+  }
+
+  remove(s: S): boolean {
+    if (!this.all.delete(s.id)) return false;
+    const key = s.principal ?? NOBODY;
+    const own = this.byPrincipal.get(key);
+    own?.delete(s.id);
+    if (own?.size === 0) this.byPrincipal.delete(key);
+    return true;
+  }
+
+  /**
+   * Makes room for a new session of `principal`: the session to evict first (undefined when there
+   * is room), or the refusal. A principal at its cap gives up its own oldest idle session; a full
+   * store gives up the oldest idle one of anybody. A session with a call in flight, or that
+   * spoke within `sessionEvictIdleMs`, is active and never evicted.
+   */
+  admit(
+    principal: string | undefined,
+    now: number,
+  ): { evict: S | undefined } | { error: WireError; limit: string } {
+    const own = this.byPrincipal.get(principal ?? NOBODY);
+    const perPrincipal = this.limits.sessionsPerPrincipal;
+    if (own !== undefined && own.size >= perPrincipal) {
+      const evict = this.oldestIdle(own, now);
+      if (evict !== undefined) return { evict };
+      return {
+        error: wireError('sessions_per_principal', { max: perPrincipal }),
+        limit: 'sessions_per_principal',
+      };
+    }
+    if (this.all.size < this.limits.sessionsTotal) return { evict: undefined };
+    const evict = this.oldestIdle(this.all, now);
+    if (evict !== undefined) return { evict };
+    return {
+      error: wireError('too_many_sessions', { max: this.limits.sessionsTotal }),
+      limit: 'sessions',
+    };
+  }
+
+  /** Sessions the client has not spoken to for the idle timeout (calls in flight spare one). */
+  *expired(now: number): Generator<S> {
+    const cutoff = now - this.limits.sessionIdleMs;
+    for (const s of this.all.values()) {
+      // The order is by last activity (to within REORDER_MS): the first recent one ends the walk.
+      if ((s.orderedAt ?? 0) >= cutoff) return;
+      if (s.lastSeen < cutoff && s.inflight.size === 0) yield s;
+    }
+  }
+
+  private oldestIdle(order: Map<string, S>, now: number): S | undefined {
+    const cutoff = now - this.limits.sessionEvictIdleMs;
+    let looked = 0;
+    for (const s of order.values()) {
+      if ((s.orderedAt ?? 0) > cutoff || looked++ >= EVICT_LOOKAHEAD) return undefined;
+      if (s.lastSeen <= cutoff && s.inflight.size === 0) return s;
+    }
+    return undefined;
+  }
+}

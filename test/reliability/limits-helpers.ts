@@ -1,0 +1,125 @@
+/**
+ * Raw HTTP for the session-side limit tests: 2025 sessions opened and used with a bearer token,
+ * 2026-07-28 requests, and the JSON-RPC error (if any) of an answer, so each test can read the
+ * exact status and error a hostile or honest client gets.
+ */
+export const MODERN_META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
+
+export interface Answer {
+  status: number;
+  sid: string | undefined;
+  text: string;
+  /** The parsed body (JSON or the first SSE data line), undefined when neither. */
+  body: { id?: unknown; result?: unknown; error?: { code: number; message: string } } | undefined;
+}
+
+function bodyOf(text: string): Answer['body'] {
+  const data = /^data: (.*)$/m.exec(text);
+  try {
+    return JSON.parse(data ? data[1]! : text) as Answer['body'];
+  } catch {
+    return undefined;
+  }
+}
+
+export async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      ...headers,
+    },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return {
+    status: res.status,
+    sid: res.headers.get('mcp-session-id') ?? undefined,
+    text,
+    body: bodyOf(text),
+  };
+}
+
+export const auth = (token: string | undefined): Record<string, string> =>
+  token === undefined ? {} : { Authorization: `Bearer ${token}` };
+
+/** `initialize` of a 2025-11-25 session. */
+export function initialize(url: string, token?: string): Promise<Answer> {
+  return post(
+    url,
+    {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: {},
+        clientInfo: { name: 'limits-test', version: '1' },
+      },
+    },
+    auth(token),
+  );
+}
+
+/** A session's request (or batch) with its headers. */
+export function inSession(
+  url: string,
+  sid: string,
+  token: string | undefined,
+  body: unknown,
+  version = '2025-11-25',
+): Promise<Answer> {
+  return post(url, body, {
+    ...auth(token),
+    'Mcp-Session-Id': sid,
+    'MCP-Protocol-Version': version,
+  });
+}
+
+export const ping = (url: string, sid: string, token?: string, id: unknown = 1) =>
+  inSession(url, sid, token, { jsonrpc: '2.0', id, method: 'ping' });
+
+/** A 2026-07-28 request (no session). */
+export function modern(
+  url: string,
+  token: string | undefined,
+  method: string,
+  params: Record<string, unknown>,
+  id: unknown = 1,
+): Promise<Answer> {
+  return post(
+    url,
+    { jsonrpc: '2.0', id, method, params: { ...params, _meta: MODERN_META } },
+    {
+      ...auth(token),
+      'MCP-Protocol-Version': '2026-07-28',
+      'Mcp-Method': method,
+      ...(typeof params.name === 'string' ? { 'Mcp-Name': params.name } : {}),
+    },
+  );
+}
+
+/** Runs `n` jobs, `width` at a time. */
+export async function pool<T>(n: number, width: number, job: (i: number) => Promise<T>) {
+  const out: T[] = new Array<T>(n);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < n) {
+        const i = next++;
+        out[i] = await job(i);
+      }
+    }),
+  );
+  return out;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
