@@ -9,6 +9,7 @@ import { checkLogFormat, checkLogLevel, createLogger, type LogFormat } from '../
 import { startOperations } from '../operations.js';
 import { startHub } from '../hub.js';
 import { startHttpServer, serveStdio } from '../server/index.js';
+import { FlowLimits } from '../server/flow-limits.js';
 import { packageVersion } from '../server/protocol.js';
 import { resolveSettings, isAuthMode } from '../config/settings.js';
 import type { AuthMode } from '../config/config.js';
@@ -184,6 +185,8 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     throw err;
   }
   const onError = (err: unknown) => logger.error({ err }, 'internal error while serving a request');
+  // limits.streams/notices/rate: one set of bounds for the transport and its dispatcher.
+  const flow = new FlowLimits(s.flow);
   let cluster: Cluster | undefined;
   // observe: metrics, traces, audit, health and dashboard (src/operations.ts).
   let ops: Awaited<ReturnType<typeof startOperations>>;
@@ -214,6 +217,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
           output: process.stdout,
           onError,
           onCall: hooks.onCall,
+          flow,
           ...access.stdioOptions(flags.session),
         }),
       );
@@ -235,6 +239,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
       port: s.port,
       onError,
       onCall: hooks.onCall,
+      flow,
       allowedHosts,
       ...access.httpOptions(),
     }),

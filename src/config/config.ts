@@ -5,6 +5,7 @@
  */
 import { dirname, resolve } from 'node:path';
 import type { ExecuteConfig } from './execute-config.js';
+import type { FlowLimitsConfig } from './flow-config.js';
 import type { ObserveConfig } from './observe-config.js';
 import { loadDataFile } from './validate.js';
 import { interpolateEnv } from './interpolate.js';
@@ -75,6 +76,8 @@ export interface HubConfig {
   data_dir?: string;
   /** Bounds on each plugin (src/lua-api/plugin-limits.ts), in the file's snake_case. */
   plugin_limits?: PluginLimitsConfig;
+  /** Server-side bounds; streams, notices and rate limits: src/config/flow-config.ts. */
+  limits?: FlowLimitsConfig;
   /** Metrics, health, audit log and dashboard (src/config/observe-config.ts). */
   observe?: ObserveConfig;
   /** Many processes serving as one hub (docs/scale-out.md). */
