@@ -209,6 +209,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
 
   if (flags.stdio) {
     let server: ReturnType<typeof serveStdio>;
+    let stalled = false;
     try {
       server = serveStdio(
         hub.registry,
@@ -218,6 +219,10 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
           onError,
           onCall: hooks.onCall,
           flow,
+          onStalled: (message) => {
+            stalled = true;
+            process.stderr.write(message + '\n');
+          },
           ...access.stdioOptions(flags.session),
         }),
       );
@@ -229,6 +234,8 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     hooks.ready?.(hub, undefined);
     await server.closed;
     await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
+    // stdout cannot be closed: a write the peer never reads would keep the process forever.
+    if (stalled) process.exit(1);
     return;
   }
 

@@ -265,7 +265,9 @@ class StdioTransport implements StdioServer, InboundFacts {
     const say = this.opts.onStalled ?? ((m: string) => process.stderr.write(m + '\n'));
     say(message);
     this.close();
+    // Both directions: the peer is gone, and its input must not keep the process alive.
     this.opts.output.destroy();
+    this.opts.input.destroy();
   }
 
   private channel(): StdioChannel {
