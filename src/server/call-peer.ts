@@ -72,7 +72,7 @@ export class RequestPeer implements CallPeer {
     const max = this.flow.noticeBytes;
     if (message !== undefined && json.length > max / 3 && Buffer.byteLength(json) > max) {
       this.flow.refused?.('notice_size');
-      params.message = cutText(message, max - 256);
+      params.message = cutText(message, max - 256, max);
       json = serializeNotification('notifications/progress', params);
     }
     return this.channel?.send(json) ?? false;
@@ -101,7 +101,7 @@ export class RequestPeer implements CallPeer {
     if (json.length > max / 3 && Buffer.byteLength(json) > max) {
       // Too long: the data goes as its cut JSON text (a structured value cannot be cut in place).
       this.flow.refused?.('notice_size');
-      params.data = cutText(typeof data === 'string' ? data : JSON.stringify(data), max - 256);
+      params.data = cutText(typeof data === 'string' ? data : JSON.stringify(data), max - 256, max);
       if (logger !== undefined) params.logger = logger.slice(0, 128);
       json = serializeNotification('notifications/message', params);
     }

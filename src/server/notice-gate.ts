@@ -46,13 +46,13 @@ export class NoticeGate {
 }
 
 /**
- * `text` cut to about `max` bytes with a marker naming the limit (the marker is counted in), or
- * `text` itself when it fits.
+ * `text` cut to at most `max` bytes with a marker naming the limit `limit` (the marker is
+ * counted in), or `text` itself when it fits.
  */
-export function cutText(text: string, max: number): string {
+export function cutText(text: string, max: number, limit: number): string {
   const bytes = Buffer.byteLength(text);
   if (bytes <= max) return text;
-  const marker = ` [truncated: ${bytes} bytes, at most ${max} (limits.notices.message_bytes)]`;
+  const marker = ` [truncated: ${bytes} bytes, at most ${limit} (limits.notices.message_bytes)]`;
   const budget = Math.max(0, max - marker.length - 64);
   let cut = text.slice(0, budget);
   // A UTF-16 unit is at most 3 UTF-8 bytes: a third of the budget always fits.
