@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Client } from '@modelcontextprotocol/client';
 import { connectHttpClient } from '../helpers/mcp-client.js';
 import { BIN, startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { modernHeaders, modernToolCall, nonReadingPost } from './flow-helpers.js';
+import { MODERN_META, modernHeaders, modernToolCall, nonReadingPost } from './flow-helpers.js';
 import { call, honestClient, rssMiB, scratch, text, type Scratch } from './helpers.js';
 
 const PLUGIN = String.raw`
@@ -18,6 +18,14 @@ local count = 0
 mcp.tool("ok", {}, function() return "ok" end)
 mcp.tool("bump", {}, function() count = count + 1; return count end)
 mcp.tool("count", {}, function() return tostring(count) end)
+mcp.tool("updates", {
+  input_schema = { type = "object", properties = { n = { type = "integer" } } },
+  timeout_ms = 60000,
+}, function(p)
+  for i = 1, p.n do mcp.resource_updated("flow://hot") end
+  return "updated " .. p.n
+end)
+mcp.resource("flow://hot", { name = "hot" }, function() return "hot" end)
 `;
 
 /** The attack: notices of 50 KB in an endless loop, bumping a counter every 10. */
@@ -132,6 +140,53 @@ describe('a client that does not read its event stream', () => {
     });
     assert.notEqual(r.isError, true, text(r));
     assert.match(text(r), /"result":"done"/);
+  });
+});
+
+describe('a subscriptions/listen stream that is not read', () => {
+  it('is cut off after a bounded buffer while the updates go on; others are served', async (t) => {
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 5,
+      method: 'subscriptions/listen',
+      params: {
+        notifications: { resourceSubscriptions: ['flow://hot'] },
+        _meta: MODERN_META,
+      },
+    });
+    const { 'mcp-name': _name, ...headers } = modernHeaders('');
+    const { socket, drain } = nonReadingPost(hub.url, body, {
+      ...headers,
+      'mcp-method': 'subscriptions/listen',
+    });
+    const honest = await honestClient(hub.url, 'ok');
+    const pid = hub.child.pid!;
+    let maxRss = rssMiB(pid);
+    const sampler = setInterval(() => (maxRss = Math.max(maxRss, rssMiB(pid))), 50);
+    try {
+      await sleep(300);
+      // Each update is a ~150-byte frame on the listen stream: 60,000 of them is ~9 MB, more
+      // than the bound (1 MiB) and the kernel's socket buffers (~4 MB on loopback) hold.
+      const r = await call(client, 'updates', { n: 60_000 });
+      assert.equal(r.text, 'updated 60000');
+      const { bytes, ended } = await drain(5000);
+      t.diagnostic(`the listener then read ${bytes} bytes before the end`);
+      assert.ok(ended, 'the hub dropped the listen stream that was not read');
+      assert.ok(bytes < 16 * 1024 * 1024, `${bytes} bytes were waiting`);
+    } finally {
+      clearInterval(sampler);
+      socket.destroy();
+    }
+    const h = await honest.stop();
+    // The plugin's own flood of updates (main-thread work per update) is what slows the honest
+    // client here, not the listener: its latency is reported, its errors asserted.
+    t.diagnostic(
+      `max RSS ${maxRss.toFixed(0)} MiB; honest calls ${h.count}, p99 ${h.p99.toFixed(1)} ms`,
+    );
+    assert.equal(h.errors, 0, h.messages.join('; '));
+    assert.ok(h.count > 0);
+    assert.ok(maxRss < RSS_BOUND_MIB, `RSS reached ${maxRss} MiB`);
+    assert.equal((await call(client, 'ok')).text, 'ok');
   });
 });
 
