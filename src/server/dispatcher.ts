@@ -293,6 +293,7 @@ class Dispatcher implements McpDispatcher {
       }
       let result = handler(call);
       if (result instanceof Promise) result = await result;
+      if (channel?.cutOff !== undefined) throw channel.cutOff;
       if (!isPlainObject(result)) throw localError('handler_result_invalid', { method });
       if (observed !== undefined) observed.outcome = outcomeOf(result, call);
       return this.answerOf(call, result);
@@ -304,7 +305,7 @@ class Dispatcher implements McpDispatcher {
         return serializeResult(id, this.modernResult(method, asked));
       }
       if (observed !== undefined) observed.outcome = 'error';
-      return this.errorAnswer(call, err);
+      return this.errorAnswer(call, channel?.cutOff ?? err);
     } finally {
       if (channel && session && session.inflight.get(id) === channel) session.inflight.delete(id);
       // Server requests the client never answered must not outlive the call (they wait on it).

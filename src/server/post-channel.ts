@@ -100,7 +100,8 @@ export class PostResponseChannel extends RequestChannel {
   private overflow(): void {
     const max = this.flow.streamBufferBytes;
     this.flow.refused?.('stream_buffer');
-    this.abort(wireError('stream_overflow', { max }));
+    this.cutOff = wireError('stream_overflow', { max });
+    this.abort(this.cutOff);
     if (this.resumable !== undefined) this.resumable.cutOff();
     else this.res.destroy();
   }

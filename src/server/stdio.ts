@@ -45,7 +45,8 @@ class StdioChannel extends RequestChannel {
     if (this.signal.aborted) return false;
     if (this.output.writableLength > this.flow.streamBufferBytes) {
       this.flow.refused?.('stream_buffer');
-      this.abort(wireError('stream_overflow', { max: this.flow.streamBufferBytes }));
+      this.cutOff = wireError('stream_overflow', { max: this.flow.streamBufferBytes });
+      this.abort(this.cutOff);
       return false;
     }
     this.write(json);

@@ -16,6 +16,7 @@ import {
   type Issued,
 } from '../helpers/auth-hub.js';
 import { BIN, startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
+import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
 import { modernHeaders, modernToolCall } from './flow-helpers.js';
 
 const PLUGIN = String.raw`
@@ -211,6 +212,16 @@ describe('notice size and rate per call', () => {
       'nothing after the pause lost',
     );
     assert.match(a.text, /"text":"chatted"/);
+  });
+});
+
+describe('refusals in the metrics', () => {
+  it('counts rate refusals, dropped and cut notices by limit', async () => {
+    const text = await scrape(baseOf(hub.url), adminToken(dir.data));
+    const count = (limit: string) => sample(text, 'moonhub_limit_refusals_total', { limit });
+    assert.ok(count('rate') >= 2, `rate ${count('rate')}`);
+    assert.ok(count('notice_rate') >= 100, `notice_rate ${count('notice_rate')}`);
+    assert.ok(count('notice_size') >= 20, `notice_size ${count('notice_size')}`);
   });
 });
 
