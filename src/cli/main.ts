@@ -206,6 +206,8 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
   }
   if (ops.metricsUrl !== undefined) process.stderr.write(`moonhub: metrics at ${ops.metricsUrl}\n`);
   if (cluster !== undefined) bridgeResourceUpdates(hub.registry, cluster.bus);
+  // limits.rate.global: the cluster's buckets, beside each process's own.
+  if (cluster !== undefined && s.flow.rateGlobal === true) flow.rate?.shareWith(cluster.counters());
 
   if (flags.stdio) {
     let server: ReturnType<typeof serveStdio>;

@@ -19,6 +19,8 @@ export interface FlowLimitsConfig {
     tool?: RateRuleConfig;
     /** Per-tool overrides by name or glob (`*`, `?`); the first match in file order wins. */
     tools?: Record<string, RateRuleConfig>;
+    /** With a cluster (Redis or --workers): the buckets are shared by every process. */
+    global?: boolean;
   };
 }
 
@@ -37,6 +39,7 @@ export interface FlowSettings {
   ratePrincipal?: RateRule;
   rateTool?: RateRule;
   rateTools?: { glob: string; rule: RateRule }[];
+  rateGlobal?: boolean;
 }
 
 /** A rule's burst defaults to one second's worth (at least one token). */
@@ -61,5 +64,6 @@ export function flowSettingsOf(section: FlowLimitsConfig | undefined): FlowSetti
   if (tool !== undefined) out.rateTool = tool;
   if (rate?.tools !== undefined)
     out.rateTools = Object.entries(rate.tools).map(([glob, r]) => ({ glob, rule: ruleOf(r)! }));
+  if (rate?.global === true) out.rateGlobal = true;
   return out;
 }

@@ -24,6 +24,8 @@ export interface FlowOptions {
   ratePrincipal?: RateRule;
   rateTool?: RateRule;
   rateTools?: readonly { glob: string; rule: RateRule }[];
+  /** `limits.rate.global`: use the cluster's shared buckets too (see RateLimiter.shareWith). */
+  rateGlobal?: boolean;
 }
 
 /** The names refusals are counted under (`moonhub_limit_refusals_total{limit}`). */

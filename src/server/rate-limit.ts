@@ -17,6 +17,17 @@ export interface RateRefusal {
   retryAfterMs: number;
 }
 
+/**
+ * Buckets shared by every process of a cluster (`Cluster.counters()`, src/cluster/counters.ts),
+ * as this module needs them (a structural type: server/ does not import cluster/).
+ */
+export interface GlobalBuckets {
+  take(
+    key: string,
+    rule: { capacity: number; refillPerSecond: number },
+  ): Promise<{ allowed: boolean; retryAfterMs: number }>;
+}
+
 export interface RateLimitOptions {
   principal?: RateRule;
   tool?: RateRule;
@@ -109,6 +120,40 @@ export class RateLimiter {
     this.byTool = new Buckets(this.maxBuckets);
   }
 
+  /** `limits.rate.global`: buckets shared by the cluster, consulted beside this process's. */
+  private global: GlobalBuckets | undefined;
+  /** Keys the global buckets refused, until when (performance.now() ms). */
+  private readonly blocked = new Map<string, number>();
+
+  /**
+   * Makes the limits cluster-wide. The local buckets still decide at once (no I/O on the hot
+   * path); each admitted request is also taken from the global bucket in the background, and a
+   * global refusal refuses that key here until the global bucket has a token again. So a
+   * principal gets the configured rate across all processes, give or take the requests in flight
+   * during one round trip to the store. A store failure lets requests through (the local bucket
+   * still applies).
+   */
+  shareWith(global: GlobalBuckets): void {
+    this.global = global;
+  }
+
+  private takeGlobal(key: string, rule: RateRule, now: number): number {
+    const until = this.blocked.get(key);
+    if (until !== undefined) {
+      if (until > now) return Math.ceil(until - now);
+      this.blocked.delete(key);
+    }
+    this.global!.take(key, { capacity: rule.burst, refillPerSecond: rule.perSecond }).then(
+      (r) => {
+        if (r.allowed) return;
+        if (this.blocked.size >= this.maxBuckets) this.blocked.clear();
+        this.blocked.set(key, performance.now() + Math.max(1, r.retryAfterMs));
+      },
+      () => {},
+    );
+    return 0;
+  }
+
   /** True when some rule applies (otherwise the limiter is left out altogether). */
   get active(): boolean {
     return this.principal !== undefined || this.tool !== undefined || this.overrides.length > 0;
@@ -122,14 +167,19 @@ export class RateLimiter {
     const now = performance.now();
     const who = principal ?? ANONYMOUS;
     if (this.principal !== undefined) {
-      const wait = this.byPrincipal.take(who, this.principal, now);
+      let wait = this.byPrincipal.take(who, this.principal, now);
+      if (wait === 0 && this.global !== undefined)
+        wait = this.takeGlobal('rate:p:' + who, this.principal, now);
       if (wait > 0) return { limit: 'limits.rate.principal', retryAfterMs: wait };
     }
     if (tool === undefined) return undefined;
     const rule = this.toolRule(tool);
     if (rule === undefined) return undefined;
     // The NUL cannot occur in a principal, so (principal, tool) pairs cannot collide.
-    const wait = this.byTool.take(who + '\u0000' + tool, rule.rule, now);
+    const key = who + '\u0000' + tool;
+    let wait = this.byTool.take(key, rule.rule, now);
+    if (wait === 0 && this.global !== undefined)
+      wait = this.takeGlobal('rate:t:' + key, rule.rule, now);
     return wait > 0 ? { limit: rule.key, retryAfterMs: wait } : undefined;
   }
 

@@ -10,6 +10,7 @@ import { describe, it } from 'node:test';
 import { resolveSettings } from '../../src/config/settings.js';
 import { FlowLimits, DEFAULT_STREAM_BUFFER_BYTES } from '../../src/server/flow-limits.js';
 import { RateLimiter } from '../../src/server/rate-limit.js';
+import { LocalCounters } from '../../src/cluster/counters.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'moonhub-flow-config-'));
 const file = (name: string, text: string) => {
@@ -81,5 +82,28 @@ describe('RateLimiter', () => {
     // 10,000 made-up principals and tool names: the maps stay bounded.
     for (let i = 0; i < 10_000; i++) r.take('p' + i, 't' + i);
     assert.ok(r.size.principals <= 100 && r.size.tools <= 100, JSON.stringify(r.size));
+  });
+});
+
+describe('RateLimiter with limits.rate.global', () => {
+  it('holds a principal to one rate across processes sharing the cluster buckets', async () => {
+    // Two processes' limiters over one set of shared buckets (the in-memory carrier).
+    const shared = new LocalCounters();
+    const rule = { principal: { perSecond: 1, burst: 10 } };
+    const first = new RateLimiter(rule);
+    const second = new RateLimiter(rule);
+    first.shareWith(shared);
+    second.shareWith(shared);
+    for (let i = 0; i < 10; i++) assert.equal(first.take('a', undefined), undefined);
+    await new Promise((r) => setImmediate(r));
+    // The second process's own bucket is full, but the principal's shared one is empty: the
+    // first request there learns it, the next are refused without asking the store.
+    assert.equal(second.take('a', undefined), undefined);
+    await new Promise((r) => setImmediate(r));
+    const refused = second.take('a', undefined);
+    assert.equal(refused?.limit, 'limits.rate.principal');
+    assert.ok(refused!.retryAfterMs > 0 && refused!.retryAfterMs <= 1000);
+    assert.equal(second.take('b', undefined), undefined, 'another principal is not affected');
+    await shared.close();
   });
 });
