@@ -26,6 +26,8 @@ export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 export const UNAUTHORIZED = -32030;
 /** The credentials are good but do not reach this endpoint (HTTP 403 insufficient_scope). */
 export const FORBIDDEN = -32031;
+/** A rate limit refused the request (HTTP 429 with Retry-After; `data.retryAfterMs`). */
+export const RATE_LIMITED = -32029;
 
 export interface WireErrorDef {
   readonly code: number;
@@ -211,6 +213,17 @@ export const WIRE_ERRORS = {
     status: 200,
     message:
       'Invalid params: a subscribed URI may be at most {max} characters (limits.subscriptions.uri_length); this one has {length}',
+  },
+  rate_limited: {
+    code: RATE_LIMITED,
+    status: 429,
+    message: 'Too Many Requests: rate limit {limit} reached; retry in {retryAfterMs} ms',
+  },
+  stream_overflow: {
+    code: SERVER_ERROR,
+    status: 200,
+    message:
+      'Stream cut off: more than {max} bytes waited for the client to read (limits.streams.buffer_bytes); the call was aborted',
   },
   internal_error: { code: INTERNAL_ERROR, status: 500, message: 'Internal error' },
   handler_failed: { code: INTERNAL_ERROR, status: 200, message: '{detail}' },

@@ -163,8 +163,11 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
     );
   }
 
-  const wrap = (transport: Transport, d: ReturnType<typeof createMcpDispatcher>) =>
-    observeDispatcher(d, transport, observers, tracer);
+  const wrap = (transport: Transport, d: ReturnType<typeof createMcpDispatcher>) => {
+    // Stream cut-offs, dropped notices and rate refusals count with the other refusals.
+    if (metrics !== undefined) d.flow.refused = (limit) => metrics.refused(limit);
+    return observeDispatcher(d, transport, observers, tracer);
+  };
   return {
     http(opts) {
       const other = opts.otherRoutes;

@@ -9,6 +9,7 @@ import { checkLogFormat, checkLogLevel, createLogger, type LogFormat } from '../
 import { startOperations } from '../operations.js';
 import { startHub } from '../hub.js';
 import { startHttpServer, serveStdio } from '../server/index.js';
+import { FlowLimits } from '../server/flow-limits.js';
 import { packageVersion } from '../server/protocol.js';
 import { resolveSettings, isAuthMode } from '../config/settings.js';
 import type { AuthMode } from '../config/config.js';
@@ -184,6 +185,8 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     throw err;
   }
   const onError = (err: unknown) => logger.error({ err }, 'internal error while serving a request');
+  // limits.streams/notices/rate: one set of bounds for the transport and its dispatcher.
+  const flow = new FlowLimits(s.flow);
   let cluster: Cluster | undefined;
   // observe: metrics, traces, audit, health and dashboard (src/operations.ts).
   let ops: Awaited<ReturnType<typeof startOperations>>;
@@ -203,9 +206,12 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
   }
   if (ops.metricsUrl !== undefined) process.stderr.write(`moonhub: metrics at ${ops.metricsUrl}\n`);
   if (cluster !== undefined) bridgeResourceUpdates(hub.registry, cluster.bus);
+  // limits.rate.global: the cluster's buckets, beside each process's own.
+  if (cluster !== undefined && s.flow.rateGlobal === true) flow.rate?.shareWith(cluster.counters());
 
   if (flags.stdio) {
     let server: ReturnType<typeof serveStdio>;
+    let stalled = false;
     try {
       server = serveStdio(
         hub.registry,
@@ -215,6 +221,11 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
           onError,
           onCall: hooks.onCall,
           limits: s.serverLimits,
+          flow,
+          onStalled: (message) => {
+            stalled = true;
+            process.stderr.write(message + '\n');
+          },
           ...access.stdioOptions(flags.session),
         }),
       );
@@ -226,6 +237,8 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     hooks.ready?.(hub, undefined);
     await server.closed;
     await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
+    // stdout cannot be closed: a write the peer never reads would keep the process forever.
+    if (stalled) process.exit(1);
     return;
   }
 
@@ -236,6 +249,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
       port: s.port,
       onError,
       onCall: hooks.onCall,
+      flow,
       allowedHosts,
       limits: s.serverLimits,
       ...access.httpOptions(),

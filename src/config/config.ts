@@ -5,6 +5,7 @@
  */
 import { dirname, resolve } from 'node:path';
 import type { ExecuteConfig } from './execute-config.js';
+import type { FlowLimitsConfig } from './flow-config.js';
 import type { ObserveConfig } from './observe-config.js';
 import { loadDataFile } from './validate.js';
 import { interpolateEnv } from './interpolate.js';
@@ -76,8 +77,9 @@ export interface HubConfig {
   data_dir?: string;
   /** Bounds on each plugin (src/lua-api/plugin-limits.ts), in the file's snake_case. */
   plugin_limits?: PluginLimitsConfig;
-  /** Session-side bounds of the front door (src/config/limits-config.ts, docs/security.md). */
-  limits?: LimitsConfig;
+  /** Server-side bounds: sessions, subscriptions, listens, batches and ids
+   * (src/config/limits-config.ts); streams, notices and rate limits (src/config/flow-config.ts). */
+  limits?: LimitsConfig & FlowLimitsConfig;
   /** Metrics, health, audit log and dashboard (src/config/observe-config.ts). */
   observe?: ObserveConfig;
   /** Many processes serving as one hub (docs/scale-out.md). */

@@ -5,6 +5,7 @@
 import { resolve } from 'node:path';
 import { loadConfig, type AuthMode, type HubConfig } from './config.js';
 import { executeOptionsOf, type ExecuteSettings } from './execute-config.js';
+import { flowSettingsOf, type FlowSettings } from './flow-config.js';
 import { pluginLimitsOf, type PluginLimitSettings } from './plugin-limits-config.js';
 import { serverLimitsOf, type ServerLimitSettings } from './limits-config.js';
 
@@ -46,6 +47,8 @@ export interface Settings {
   isolation: { mode?: 'worker' | 'none'; graceMs?: number };
   /** Scale-out (docs/scale-out.md): Redis URL, key prefix, worker processes (1: none). */
   cluster: { redis: string | undefined; prefix: string | undefined; workers: number };
+  /** Stream buffers, notice size and rate, rate limits (`limits.streams/notices/rate`). */
+  flow: FlowSettings;
 }
 
 const DEFAULT_PORT = 8848;
@@ -92,6 +95,7 @@ export function resolveSettings(flags: SettingsFlags): Settings {
       prefix: config.cluster?.prefix,
       workers: flags.workers ?? config.cluster?.workers ?? 1,
     },
+    flow: flowSettingsOf(config.limits),
   };
 }
 

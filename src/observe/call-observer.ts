@@ -157,6 +157,9 @@ export function observeDispatcher(
     get observer() {
       return inner.observer;
     },
+    get flow() {
+      return inner.flow;
+    },
     handleRequest,
     handleNotification: (msg, scope) => inner.handleNotification(msg, scope),
     handleResponse: (msg, session) => inner.handleResponse(msg, session),

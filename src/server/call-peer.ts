@@ -9,7 +9,9 @@
 import { localError } from '../errors.js';
 import type { CallPeer, LogLevel, PeerRequestOptions } from '../registry/types.js';
 import { INPUT_METHODS, InputRound, inputBinding, type RequestChannel } from './channel.js';
+import type { FlowLimits } from './flow-limits.js';
 import { isPlainObject, serializeNotification } from './jsonrpc.js';
+import { NoticeGate, cutText } from './notice-gate.js';
 import { LOG_LEVEL_META_KEY } from './protocol.js';
 import type { RequestScope, SessionState } from './session.js';
 
@@ -35,6 +37,8 @@ let nextOutgoingId = 1;
 
 export class RequestPeer implements CallPeer {
   private inputSeq = 0;
+  /** The call's message bounds, made on its first log or progress message. */
+  private gate: NoticeGate | undefined;
 
   constructor(
     private readonly scope: RequestScope,
@@ -42,6 +46,8 @@ export class RequestPeer implements CallPeer {
     private readonly channel: RequestChannel | undefined,
     /** The request's method (its input round's state is bound to it and the name). */
     private readonly method: string,
+    /** Size and rate of the call's log and progress messages (limits.notices). */
+    private readonly flow: FlowLimits,
   ) {}
 
   get clientCapabilities(): Record<string, unknown> | undefined {
@@ -58,23 +64,61 @@ export class RequestPeer implements CallPeer {
   progress(progress: number, total?: number, message?: string): boolean {
     const token = this.meta()?.progressToken;
     if (typeof token !== 'string' && typeof token !== 'number') return false;
+    if (!this.admit()) return false;
     const params: Record<string, unknown> = { progressToken: token, progress };
     if (total !== undefined) params.total = total;
     if (message !== undefined) params.message = message;
-    return this.channel?.send(serializeNotification('notifications/progress', params)) ?? false;
+    let json = serializeNotification('notifications/progress', params);
+    const max = this.flow.noticeBytes;
+    if (message !== undefined && json.length > max / 3 && Buffer.byteLength(json) > max) {
+      this.flow.refused?.('notice_size');
+      params.message = cutText(message, max - 256, max);
+      json = serializeNotification('notifications/progress', params);
+    }
+    return this.channel?.send(json) ?? false;
   }
 
   log(level: LogLevel, data: unknown, logger?: string): void {
-    // 2026-07-28: only when this request asked for a level; 2025: the session's setLevel.
+    if (!this.wantsLog(level) || !this.admit()) return;
+    this.sendLog(level, data, logger);
+  }
+
+  /** 2026-07-28: only when this request asked for a level; 2025: the session's setLevel. */
+  private wantsLog(level: LogLevel): boolean {
     const threshold =
       this.scope.era === 'modern'
         ? this.meta()?.[LOG_LEVEL_META_KEY]
         : (this.scope.session?.logLevel ?? 'debug');
-    if (typeof threshold !== 'string' || !(threshold in LEVEL_RANK)) return;
-    if (LEVEL_RANK[level]! < LEVEL_RANK[threshold]!) return;
+    if (typeof threshold !== 'string' || !(threshold in LEVEL_RANK)) return false;
+    return LEVEL_RANK[level]! >= LEVEL_RANK[threshold]!;
+  }
+
+  private sendLog(level: LogLevel, data: unknown, logger: string | undefined): boolean {
     const params: Record<string, unknown> = { level, data };
     if (logger !== undefined) params.logger = logger;
-    this.channel?.send(serializeNotification('notifications/message', params));
+    let json = serializeNotification('notifications/message', params);
+    const max = this.flow.noticeBytes;
+    if (json.length > max / 3 && Buffer.byteLength(json) > max) {
+      // Too long: the data goes as its cut JSON text (a structured value cannot be cut in place).
+      this.flow.refused?.('notice_size');
+      params.data = cutText(typeof data === 'string' ? data : JSON.stringify(data), max - 256, max);
+      if (logger !== undefined) params.logger = logger.slice(0, 128);
+      json = serializeNotification('notifications/message', params);
+    }
+    return this.channel?.send(json) ?? false;
+  }
+
+  /**
+   * Takes one message of the call's rate; the client hears once how many were dropped before
+   * the next one goes.
+   */
+  private admit(): boolean {
+    const gate = (this.gate ??= new NoticeGate(this.flow));
+    if (!gate.admit()) return false;
+    const warning = gate.takeWarning();
+    if (warning !== undefined && this.wantsLog('warning'))
+      this.sendLog('warning', warning, 'moonhub');
+    return true;
   }
 
   pollLater(retryMs: number): boolean {

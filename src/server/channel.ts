@@ -4,7 +4,7 @@
  * 2026-07-28 multi-round-trip input rounds that ride on it.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { localError, wireError } from '../errors.js';
+import { localError, wireError, type WireError } from '../errors.js';
 import { LazyAbort } from './abort.js';
 import { isPlainObject } from './jsonrpc.js';
 
@@ -19,6 +19,11 @@ export class RequestChannel extends LazyAbort {
   errorCode: number | undefined = undefined;
   /** A 2025 server request went out: when the call ends, unanswered ones are dropped. */
   askedClient = false;
+  /**
+   * The stream was cut off because the client did not read (limits.streams): the call was
+   * aborted with this error, and it is the call's answer whatever the handler returned.
+   */
+  cutOff: WireError | undefined = undefined;
 
   /** Writes one serialised message on this request's stream; false when it has none. */
   send(_json: string): boolean {

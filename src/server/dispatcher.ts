@@ -18,6 +18,7 @@ import { RegistryError } from '../registry/errors.js';
 import type { Registry } from '../registry/registry.js';
 import type { CallContext, OwnerFilter } from '../registry/types.js';
 import { RequestPeer, settleOutgoing } from './call-peer.js';
+import { FlowLimits } from './flow-limits.js';
 import { INPUT_METHODS, inputBinding, resumeRound, type RequestChannel } from './channel.js';
 import {
   isPlainObject,
@@ -64,6 +65,8 @@ export interface DispatcherOptions extends LimitOptions {
   onError?: (err: unknown) => void;
   /** Per-call hook (`moonhub dev`'s log line; issue 15): see call-observer.ts. */
   onCall?: (e: CallEvent) => void;
+  /** Stream, notice and rate bounds (limits.*); default: the documented defaults, no rate limit. */
+  flow?: FlowLimits;
 }
 
 export type { CallEvent } from './call-observer.js';
@@ -73,6 +76,8 @@ export interface McpDispatcher {
   readonly serverInfo: Implementation;
   readonly capabilities: Record<string, unknown>;
   readonly observer: CallObserver | undefined;
+  /** The flow bounds its calls' messages keep (and the transports' streams, when they share it). */
+  readonly flow: FlowLimits;
   /** Answers one request; never throws. The channel backs the handler's signal and peer. */
   handleRequest(
     msg: JsonRpcRequest,
@@ -116,6 +121,7 @@ class Dispatcher implements McpDispatcher {
   readonly serverInfo: Implementation;
   readonly capabilities = CAPABILITIES;
   readonly observer: CallObserver | undefined;
+  readonly flow: FlowLimits;
   private readonly methods: Record<string, MethodHandler>;
   private readonly serverInfoMeta: Record<string, unknown>;
   private readonly modernSuffix: string;
@@ -128,6 +134,7 @@ class Dispatcher implements McpDispatcher {
       opts.pageSize && opts.pageSize > 0 ? Math.floor(opts.pageSize) : DEFAULT_PAGE_SIZE;
     this.serverInfo = opts.serverInfo ?? { name: 'moonhub', version: packageVersion() };
     this.observer = opts.observer;
+    this.flow = opts.flow ?? new FlowLimits();
     this.serverInfoMeta = { [SERVER_INFO_META_KEY]: this.serverInfo };
     this.modernSuffix = '"resultType":"complete","_meta":' + JSON.stringify(this.serverInfoMeta);
     this.methods = createMethods({
@@ -156,6 +163,7 @@ class Dispatcher implements McpDispatcher {
     // when a handler talks back to its client.
     const { scope, channel, id, params, method } = call;
     const hubId = this.registry.hubId;
+    const flow = this.flow;
     let peer: RequestPeer | undefined;
     const ctx: CallContext =
       channel === undefined
@@ -163,7 +171,7 @@ class Dispatcher implements McpDispatcher {
             hub_id: hubId,
             request_id: id,
             get peer() {
-              return (peer ??= new RequestPeer(scope, params, channel, method));
+              return (peer ??= new RequestPeer(scope, params, channel, method, flow));
             },
           }
         : {
@@ -173,7 +181,7 @@ class Dispatcher implements McpDispatcher {
               return channel.signal;
             },
             get peer() {
-              return (peer ??= new RequestPeer(scope, params, channel, method));
+              return (peer ??= new RequestPeer(scope, params, channel, method, flow));
             },
           };
     const session = scope.session;
@@ -288,6 +296,7 @@ class Dispatcher implements McpDispatcher {
       }
       let result = handler(call);
       if (result instanceof Promise) result = await result;
+      if (channel?.cutOff !== undefined) throw channel.cutOff;
       if (!isPlainObject(result)) throw localError('handler_result_invalid', { method });
       if (observed !== undefined) observed.outcome = outcomeOf(result, call);
       return this.answerOf(call, result);
@@ -299,7 +308,7 @@ class Dispatcher implements McpDispatcher {
         return serializeResult(id, this.modernResult(method, asked));
       }
       if (observed !== undefined) observed.outcome = 'error';
-      return this.errorAnswer(call, err);
+      return this.errorAnswer(call, channel?.cutOff ?? err);
     } finally {
       if (channel && session && session.inflight.get(id) === channel) session.inflight.delete(id);
       // Server requests the client never answered must not outlive the call (they wait on it).

@@ -62,6 +62,13 @@ class HttpFacts implements InboundFacts {
   }
 }
 
+/** A rate limit's refusal tells the client when to come back (whole seconds, at least 1). */
+function retryAfter(error: WireError): Record<string, string> | undefined {
+  if (error.status !== 429) return undefined;
+  const ms = (error.data as { retryAfterMs?: number } | undefined)?.retryAfterMs ?? 1000;
+  return { 'Retry-After': String(Math.max(1, Math.ceil(ms / 1000))) };
+}
+
 function isJsonContentType(ct: string | undefined): boolean {
   if (ct === undefined) return false;
   const semi = ct.indexOf(';');
@@ -201,7 +208,7 @@ class HttpTransport implements McpHttpHandler, SessionSource {
     const decision = this.inbound.decide(body, new HttpFacts(req), this);
     switch (decision.kind) {
       case 'reject':
-        return sendError(res, decision.error, decision.id);
+        return sendError(res, decision.error, decision.id, retryAfter(decision.error));
       case 'handled':
         return accepted(res);
       case 'listen':
@@ -212,7 +219,7 @@ class HttpTransport implements McpHttpHandler, SessionSource {
         const session = decision.scope.session as LegacySession;
         const out = this.inbound.runBatch(
           decision,
-          () => new PostResponseChannel(res, req, session, false),
+          () => new PostResponseChannel(res, req, session, this.dispatcher.flow, false),
         );
         if (out === undefined) return accepted(res);
         const joined = await out;
@@ -229,7 +236,7 @@ class HttpTransport implements McpHttpHandler, SessionSource {
     scope: RequestScope,
   ): Promise<void> {
     const session = scope.session as LegacySession | undefined;
-    const channel = new PostResponseChannel(res, req, session);
+    const channel = new PostResponseChannel(res, req, session, this.dispatcher.flow);
     const out = await this.inbound.dispatch({ msg, scope }, channel);
     if (channel.streaming) return channel.finish(out);
     if (res.destroyed) return;
@@ -251,7 +258,7 @@ class HttpTransport implements McpHttpHandler, SessionSource {
       msg.id,
       msg.params,
       scope.principal,
-      (closed) => new SseStream(res, {}, closed),
+      (closed) => new SseStream(res, {}, closed, this.dispatcher.flow),
     );
     if (refused !== undefined) sendJson(res, 200, serializeWireError(msg.id, refused));
   }
@@ -314,11 +321,16 @@ class HttpTransport implements McpHttpHandler, SessionSource {
     if (session.stream !== undefined && !session.stream.closed)
       return sendError(res, wireError('stream_conflict'));
     let removeSink: (() => void) | undefined = undefined;
-    const stream = new SseStream(res, { 'Mcp-Session-Id': session.id }, () => {
-      removeSink?.();
-      // Not client activity: the idle clock runs from the client's last message.
-      if (session.stream === stream) session.stream = undefined;
-    });
+    const stream = new SseStream(
+      res,
+      { 'Mcp-Session-Id': session.id },
+      () => {
+        removeSink?.();
+        // Not client activity: the idle clock runs from the client's last message.
+        if (session.stream === stream) session.stream = undefined;
+      },
+      this.dispatcher.flow,
+    );
     session.stream = stream;
     removeSink = this.fanout.add({
       kinds: ALL_KINDS,

@@ -109,6 +109,8 @@ export class Inbound {
         transport: facts.transport,
         headers: facts.headers,
       };
+      const limited = this.limited(msg, facts.principal);
+      if (limited !== undefined) return this.reject(facts, body, limited, msg.id);
       return { kind: msg.method === 'subscriptions/listen' ? 'listen' : 'request', msg, scope };
     }
     const initialize = isRequest && msg.method === 'initialize';
@@ -121,6 +123,8 @@ export class Inbound {
       this.dispatcher.handleNotification(msg as JsonRpcNotification, scope);
       return { kind: 'handled', scope };
     }
+    const limited = this.limited(msg, scope.principal);
+    if (limited !== undefined) return this.reject(facts, body, limited, msg.id);
     return { kind: 'request', msg, scope };
   }
 
@@ -143,9 +147,14 @@ export class Inbound {
       const kind = classifyMessage(el);
       const idError = kind === 'request' ? this.idError((el as JsonRpcRequest).id) : undefined;
       if (idError !== undefined) pending.push(Promise.resolve(serializeWireError(null, idError)));
-      else if (kind === 'request')
-        pending.push(this.dispatcher.handleRequest(el as JsonRpcRequest, scope, channelFor()));
-      else if (kind === 'notification')
+      else if (kind === 'request') {
+        const limited = this.limited(el as JsonRpcRequest, scope.principal);
+        pending.push(
+          limited === undefined
+            ? this.dispatcher.handleRequest(el as JsonRpcRequest, scope, channelFor())
+            : Promise.resolve(serializeWireError((el as JsonRpcRequest).id, limited)),
+        );
+      } else if (kind === 'notification')
         this.dispatcher.handleNotification(el as JsonRpcNotification, scope);
       else if (kind === 'invalid')
         pending.push(
@@ -154,6 +163,20 @@ export class Inbound {
     }
     if (pending.length === 0) return undefined;
     return Promise.all(pending).then((outs) => '[' + outs.join(',') + ']');
+  }
+
+  /**
+   * The rate limits (limits.rate): the refusal of one request, or undefined. With no limit
+   * configured this is one field check, no allocation, on every request.
+   */
+  private limited(msg: JsonRpcRequest, principal: string | undefined): WireError | undefined {
+    const flow = this.dispatcher.flow;
+    if (flow.rate === undefined) return undefined;
+    const name = msg.method === 'tools/call' ? msg.params?.name : undefined;
+    const refusal = flow.takeRate(principal, typeof name === 'string' ? name : undefined);
+    if (refusal === undefined) return undefined;
+    const { limit, retryAfterMs } = refusal;
+    return wireError('rate_limited', { limit, retryAfterMs }, { limit, retryAfterMs });
   }
 
   /** The 2025 scope of a session, made once per session and kept current. */

@@ -4,8 +4,9 @@
  * 2025 server requests). 2025-11-25 sessions get resumable streams (SEP-1699).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { localError } from '../errors.js';
+import { localError, wireError } from '../errors.js';
 import { RequestChannel } from './channel.js';
+import type { FlowLimits } from './flow-limits.js';
 import { DEFAULT_RETRY_MS, ResumableStreams, type ResumableStream } from './resumable.js';
 import type { SessionRecord } from './session.js';
 
@@ -28,6 +29,8 @@ export class PostResponseChannel extends RequestChannel {
     private readonly res: ServerResponse,
     private readonly req: IncomingMessage,
     private readonly session: SessionRecord | undefined,
+    /** Bounds the stream's buffer for a client that does not read (limits.streams). */
+    private readonly flow: FlowLimits,
     /** Batch members share one response and cannot stream. */
     private readonly canStream = true,
   ) {
@@ -61,7 +64,10 @@ export class PostResponseChannel extends RequestChannel {
     this.streaming = true;
     // Priming events (empty data) confuse clients of older revisions, so only 2025-11-25 on.
     if (session !== undefined && session.protocolVersion >= RESUMABLE_VERSION) {
-      const stream = (session.resumable ??= new ResumableStreams()).open(res);
+      const stream = (session.resumable ??= new ResumableStreams()).open(
+        res,
+        this.flow.streamBufferBytes,
+      );
       this.resumable = stream;
       stream.prime(DEFAULT_RETRY_MS);
       res.once('close', () => stream.dropped());
@@ -75,9 +81,29 @@ export class PostResponseChannel extends RequestChannel {
     } else if (this.resumable === undefined && (this.res.writableEnded || this.res.destroyed)) {
       return false;
     }
+    const waiting =
+      this.resumable === undefined ? this.res.writableLength : this.resumable.waitingBytes;
+    if (waiting > this.flow.streamBufferBytes) {
+      this.overflow();
+      return false;
+    }
     if (this.resumable !== undefined) this.resumable.send(json);
     else this.res.write('event: message\ndata: ' + json + '\n\n');
     return true;
+  }
+
+  /**
+   * The client does not read: the call feeding the stream is aborted (its handler's signal
+   * fires, so a script sending notices in a loop stops) and the connection is dropped, which
+   * frees what waited for it at once.
+   */
+  private overflow(): void {
+    const max = this.flow.streamBufferBytes;
+    this.flow.refused?.('stream_buffer');
+    this.cutOff = wireError('stream_overflow', { max });
+    this.abort(this.cutOff);
+    if (this.resumable !== undefined) this.resumable.cutOff();
+    else this.res.destroy();
   }
 
   override pollLater(retryMs: number): boolean {

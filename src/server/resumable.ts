@@ -18,6 +18,8 @@ const MAX_EVENTS = 1000;
 export class ResumableStream {
   private seq = 0;
   private readonly events: { seq: number; frame: string }[] = [];
+  /** Characters of the kept events; past `maxKeptBytes` the oldest go (like past MAX_EVENTS). */
+  private keptChars = 0;
   private res: ServerResponse | undefined;
   /** The answer has been written to a connected client: nothing is left to resume. */
   done = false;
@@ -27,8 +29,23 @@ export class ResumableStream {
     readonly id: string,
     res: ServerResponse,
     private readonly owner: ResumableStreams,
+    /** Bytes of events kept for a replay (limits.streams.buffer_bytes). */
+    private readonly maxKeptBytes: number,
   ) {
     this.res = res;
+  }
+
+  /** Bytes waiting for the connected client to read (0 while none is connected). */
+  get waitingBytes(): number {
+    return this.res?.writableLength ?? 0;
+  }
+
+  /** Drops the connected client that does not read; the answer can still be fetched by a resume. */
+  cutOff(): void {
+    const res = this.res;
+    this.res = undefined;
+    res?.destroy();
+    if (!this.done) this.owner.park(this);
   }
 
   /** The priming event: an id to resume from, and when to reconnect. */
@@ -41,7 +58,12 @@ export class ResumableStream {
     const seq = ++this.seq;
     const frame = `id: ${this.id}_${seq}\nevent: message\ndata: ${json}\n\n`;
     this.events.push({ seq, frame });
-    if (this.events.length > MAX_EVENTS) this.events.shift();
+    this.keptChars += frame.length;
+    while (
+      this.events.length > 1 &&
+      (this.events.length > MAX_EVENTS || this.keptChars > this.maxKeptBytes)
+    )
+      this.keptChars -= this.events.shift()!.frame.length;
     this.res?.write(frame);
   }
 
@@ -94,8 +116,8 @@ export class ResumableStream {
 export class ResumableStreams {
   private readonly parked = new Map<string, ResumableStream>();
 
-  open(res: ServerResponse): ResumableStream {
-    return new ResumableStream(randomBytes(8).toString('hex'), res, this);
+  open(res: ServerResponse, maxKeptBytes: number): ResumableStream {
+    return new ResumableStream(randomBytes(8).toString('hex'), res, this, maxKeptBytes);
   }
 
   park(stream: ResumableStream): void {

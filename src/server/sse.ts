@@ -3,16 +3,20 @@
  * shared keep-alive timer for all open streams (not a timer per stream).
  */
 import type { ServerResponse } from 'node:http';
-
-/** A reader this far behind is dropped rather than buffered without bound. */
-const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+import { DEFAULT_STREAM_BUFFER_BYTES, type FlowLimits } from './flow-limits.js';
 
 export class SseStream {
   private readonly res: ServerResponse;
   private onClose: (() => void) | undefined;
   closed = false;
 
-  constructor(res: ServerResponse, headers: Record<string, string> = {}, onClose?: () => void) {
+  constructor(
+    res: ServerResponse,
+    headers: Record<string, string> = {},
+    onClose?: () => void,
+    /** A reader this far behind is cut off rather than buffered without bound (limits.streams). */
+    private readonly flow?: FlowLimits,
+  ) {
     this.res = res;
     this.onClose = onClose;
     res.writeHead(200, {
@@ -31,15 +35,28 @@ export class SseStream {
   /** Sends one JSON-RPC message (already serialised) as a `message` event. */
   send(json: string): void {
     if (this.closed) return;
-    if (this.res.writableLength > MAX_BUFFERED_BYTES) {
-      this.end();
+    if (this.res.writableLength > (this.flow?.streamBufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES)) {
+      this.cutOff();
       return;
     }
     this.res.write('event: message\ndata: ' + json + '\n\n');
   }
 
   ping(): void {
-    if (!this.closed) this.res.write(': keepalive\n\n');
+    if (this.closed) return;
+    // Nothing is read: a keep-alive would only add to what waits.
+    if (this.res.writableLength > 0) return;
+    this.res.write(': keepalive\n\n');
+  }
+
+  /**
+   * Drops a client that does not read: destroying (not ending) the response frees what waits
+   * for it at once; an end would keep it until the socket times out.
+   */
+  private cutOff(): void {
+    this.flow?.refused?.('stream_buffer');
+    this.res.destroy();
+    this.finish();
   }
 
   end(): void {

@@ -9,6 +9,7 @@ import type { Registry } from '../registry/registry.js';
 import type { EntryKind } from '../registry/types.js';
 import { RequestChannel } from './channel.js';
 import { createMcpDispatcher, type DispatcherOptions, type McpDispatcher } from './dispatcher.js';
+import type { FlowLimits } from './flow-limits.js';
 import { Inbound, type InboundFacts, type SessionSource } from './inbound.js';
 import {
   serializeNotification,
@@ -26,13 +27,28 @@ import { Listens, type ListenWriter } from './listen.js';
 import { DEFAULT_MAX_BODY_BYTES } from './protocol.js';
 import { newSessionState, type RequestScope, type SessionState } from './session.js';
 
-/** One stdio request's channel: its messages go out as lines of the shared output. */
+/**
+ * One stdio request's channel: its messages go out as lines of the shared output. A call whose
+ * messages find more than `limits.streams.buffer_bytes` waiting for the peer to read is aborted
+ * (its answer, a short error, still goes out); the output as a whole has its own bound.
+ */
 class StdioChannel extends RequestChannel {
-  constructor(private readonly write: (line: string) => void) {
+  constructor(
+    private readonly write: (line: string) => void,
+    private readonly output: Writable,
+    private readonly flow: FlowLimits,
+  ) {
     super();
   }
 
   override send(json: string): boolean {
+    if (this.signal.aborted) return false;
+    if (this.output.writableLength > this.flow.streamBufferBytes) {
+      this.flow.refused?.('stream_buffer');
+      this.cutOff = wireError('stream_overflow', { max: this.flow.streamBufferBytes });
+      this.abort(this.cutOff);
+      return false;
+    }
     this.write(json);
     return true;
   }
@@ -46,6 +62,11 @@ export interface StdioOptions extends DispatcherOptions, FanoutOptions {
   dispatcher?: McpDispatcher;
   /** Who the peer acts for (`serve --stdio --session`); default: nobody in particular. */
   principal?: string;
+  /**
+   * The peer stopped reading: more than `limits.streams.stdio_buffer_bytes` waited on the output,
+   * so the transport closed (default: one line on stderr). `serve --stdio` then exits.
+   */
+  onStalled?: (message: string) => void;
 }
 
 export interface StdioServer {
@@ -113,7 +134,10 @@ class StdioTransport implements StdioServer, InboundFacts {
   private resolveClosed!: () => void;
   private readonly onData = (chunk: Buffer | string): void => this.lines.push(chunk);
   private readonly write = (line: string): void => {
-    if (this.open) this.opts.output.write(line + '\n');
+    if (!this.open) return;
+    const output = this.opts.output;
+    output.write(line + '\n');
+    if (output.writableLength > this.dispatcher.flow.stdioBufferBytes) this.stalled();
   };
   /** Stdio's listen streams share the output and end with nothing to close. */
   private readonly listenWriter: ListenWriter = { send: this.write, end: () => {} };
@@ -214,7 +238,7 @@ class StdioTransport implements StdioServer, InboundFacts {
       case 'request':
         return this.request(decision);
       case 'batch':
-        void this.inbound.runBatch(decision, () => new StdioChannel(this.write))?.then(this.write);
+        void this.inbound.runBatch(decision, () => this.channel())?.then(this.write);
         return;
     }
   }
@@ -224,7 +248,7 @@ class StdioTransport implements StdioServer, InboundFacts {
    * sent while the call runs go out as lines before its answer.
    */
   private request(decision: { msg: JsonRpcRequest; scope: RequestScope }): void {
-    const channel = new StdioChannel(this.write);
+    const channel = this.channel();
     const id = decision.msg.id;
     // 2026-07-28 requests have no session to find them in: this connection keeps them.
     const modern = decision.scope.era === 'modern';
@@ -233,6 +257,26 @@ class StdioTransport implements StdioServer, InboundFacts {
       if (modern && this.modernInflight.get(id) === channel) this.modernInflight.delete(id);
       this.write(out);
     });
+  }
+
+  /**
+   * The one peer does not read its output: there is nobody else to serve, so the transport
+   * closes (its calls aborted, the output dropped) rather than hold without bound.
+   */
+  private stalled(): void {
+    const flow = this.dispatcher.flow;
+    flow.refused?.('stream_buffer');
+    const message = `moonhub: the stdio client stopped reading: more than ${flow.stdioBufferBytes} bytes waited on stdout (limits.streams.stdio_buffer_bytes); closing the connection`;
+    const say = this.opts.onStalled ?? ((m: string) => process.stderr.write(m + '\n'));
+    say(message);
+    this.close();
+    // Both directions: the peer is gone, and its input must not keep the process alive.
+    this.opts.output.destroy();
+    this.opts.input.destroy();
+  }
+
+  private channel(): StdioChannel {
+    return new StdioChannel(this.write, this.opts.output, this.dispatcher.flow);
   }
 
   close(): void {

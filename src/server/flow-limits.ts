@@ -1,0 +1,65 @@
+/**
+ * The flow bounds of one server (issue 12, item 2): how much a stream may hold for a client that
+ * does not read, how large and how frequent the log, notice and progress messages of a call may
+ * be, and the request rate limits. One object, made from the config's `limits` section and shared
+ * by the transports and the dispatcher; `refused` counts each refusal by limit (metrics).
+ */
+import { RateLimiter, type RateRefusal, type RateRule } from './rate-limit.js';
+
+/** Bytes one event stream may hold for a client that does not read (`limits.streams.buffer_bytes`). */
+export const DEFAULT_STREAM_BUFFER_BYTES = 4 * 1024 * 1024;
+/** Bytes the stdio output may hold in all before the peer is dropped. */
+export const DEFAULT_STDIO_BUFFER_BYTES = 64 * 1024 * 1024;
+/** Bytes of one notifications/message or notifications/progress. */
+export const DEFAULT_NOTICE_BYTES = 64 * 1024;
+export const DEFAULT_NOTICES_PER_SECOND = 100;
+export const DEFAULT_NOTICE_BURST = 200;
+
+export interface FlowOptions {
+  streamBufferBytes?: number;
+  stdioBufferBytes?: number;
+  noticeBytes?: number;
+  noticesPerSecond?: number;
+  noticeBurst?: number;
+  ratePrincipal?: RateRule;
+  rateTool?: RateRule;
+  rateTools?: readonly { glob: string; rule: RateRule }[];
+  /** `limits.rate.global`: use the cluster's shared buckets too (see RateLimiter.shareWith). */
+  rateGlobal?: boolean;
+}
+
+/** The names refusals are counted under (`moonhub_limit_refusals_total{limit}`). */
+export type FlowRefusal = 'stream_buffer' | 'notice_size' | 'notice_rate' | 'rate';
+
+export class FlowLimits {
+  readonly streamBufferBytes: number;
+  readonly stdioBufferBytes: number;
+  readonly noticeBytes: number;
+  readonly noticesPerSecond: number;
+  readonly noticeBurst: number;
+  /** Undefined when no rate limit is configured: the hot path then checks one field. */
+  readonly rate: RateLimiter | undefined;
+  /** Counts a refusal (set by the operations layer when metrics are on). */
+  refused: ((limit: FlowRefusal) => void) | undefined = undefined;
+
+  constructor(opts: FlowOptions = {}) {
+    this.streamBufferBytes = opts.streamBufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES;
+    this.stdioBufferBytes = opts.stdioBufferBytes ?? DEFAULT_STDIO_BUFFER_BYTES;
+    this.noticeBytes = opts.noticeBytes ?? DEFAULT_NOTICE_BYTES;
+    this.noticesPerSecond = opts.noticesPerSecond ?? DEFAULT_NOTICES_PER_SECOND;
+    this.noticeBurst = opts.noticeBurst ?? DEFAULT_NOTICE_BURST;
+    const rate = new RateLimiter({
+      principal: opts.ratePrincipal,
+      tool: opts.rateTool,
+      tools: opts.rateTools,
+    });
+    this.rate = rate.active ? rate : undefined;
+  }
+
+  /** Takes a token for one request; the refusal (counted) when a bucket is empty. */
+  takeRate(principal: string | undefined, tool: string | undefined): RateRefusal | undefined {
+    const refusal = this.rate?.take(principal, tool);
+    if (refusal !== undefined) this.refused?.('rate');
+    return refusal;
+  }
+}

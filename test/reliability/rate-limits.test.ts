@@ -1,0 +1,277 @@
+/**
+ * Rate limits and the notice bounds against a real hub with token authentication (issue 12,
+ * item 2): a principal past its bucket gets HTTP 429 with Retry-After and a JSON-RPC error with
+ * `data.retryAfterMs` while another principal is served; a per-tool override by glob; stdio
+ * gets the same error; a call's log messages are cut and rate-limited, with one warning.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import type { Client } from '@modelcontextprotocol/client';
+import {
+  connectWithToken,
+  createSession,
+  makeHubDir,
+  type HubDir,
+  type Issued,
+} from '../helpers/auth-hub.js';
+import { BIN, startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
+import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
+import { modernHeaders, modernToolCall } from './flow-helpers.js';
+
+const PLUGIN = String.raw`
+mcp.tool("ok", {}, function() return "ok" end)
+mcp.tool("slow.report", {}, function() return "report" end)
+mcp.tool("chatty", { timeout_ms = 10000 }, function(_, context)
+  for i = 1, 150 do context.log("info", "line " .. i .. " " .. string.rep("z", 5000)) end
+  task.sleep(1100)
+  context.log("info", "after the pause")
+  return "chatted"
+end)
+`;
+
+const CONFIG = `
+auth: { mode: token }
+plugins: { dirs: [plugins] }
+agents:
+  A: { plugins: [p] }
+  B: { plugins: [p] }
+limits:
+  notices: { per_second: 20, burst: 20, message_bytes: 1024 }
+  rate:
+    principal: { per_second: 20, burst: 40 }
+    tools:
+      "slow.*": { per_second: 0.5, burst: 2 }
+`;
+
+let dir: HubDir;
+let hub: MoonhubProcess;
+let config: string;
+let A: Issued;
+let B: Issued;
+
+before(async () => {
+  dir = makeHubDir({ p: PLUGIN });
+  config = dir.write('moonhub.yaml', CONFIG);
+  hub = await startMoonhub(['--config', config, '--data', dir.data, '--no-watch']);
+  A = createSession(['--config', config, '--data', dir.data, '--agent', 'A', '--url', hub.url]);
+  B = createSession(['--config', config, '--data', dir.data, '--agent', 'B', '--url', hub.url]);
+});
+
+after(async () => {
+  await hub.stop();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Answer {
+  status: number;
+  retryAfter: string | null;
+  text: string;
+  error?: { code: number; message: string; data?: { limit: string; retryAfterMs: number } };
+}
+
+async function callAs(who: Issued, tool: string, id = 1): Promise<Answer> {
+  const res = await fetch(hub.url, {
+    method: 'POST',
+    headers: { ...modernHeaders(tool), authorization: `Bearer ${who.token}` },
+    body: modernToolCall(id, tool, {}),
+  });
+  const text = await res.text();
+  const json = res.headers.get('content-type')?.includes('json')
+    ? (JSON.parse(text) as { error?: Answer['error'] })
+    : {};
+  return {
+    status: res.status,
+    retryAfter: res.headers.get('retry-after'),
+    text,
+    error: json.error,
+  };
+}
+
+/** B calls `ok` back to back through the SDK until stopped; its latencies and errors. */
+async function honestB(): Promise<{
+  stop: () => Promise<{ n: number; errors: string[]; p99: number }>;
+}> {
+  const { client } = await connectWithToken(hub.url, 'modern', B.token);
+  const times: number[] = [];
+  const errors: string[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const t0 = performance.now();
+      try {
+        const r = await client.callTool({ name: 'ok', arguments: {} });
+        if (r.isError) errors.push(JSON.stringify(r.content));
+      } catch (err) {
+        errors.push(String(err));
+      }
+      times.push(performance.now() - t0);
+      await sleep(20);
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      await (client as Client).close();
+      const sorted = [...times].sort((a, b) => a - b);
+      const p99 = sorted[Math.min(sorted.length - 1, Math.floor(0.99 * sorted.length))] ?? 0;
+      return { n: times.length, errors, p99 };
+    },
+  };
+}
+
+describe('per-principal rate limit', () => {
+  it('refuses a principal past its bucket with 429, Retry-After and retryAfterMs; another principal is served', async (t) => {
+    const honest = await honestB();
+    const answers: Answer[] = [];
+    // 240 calls, 30 at a time: the burst (40) and 20 a second pass, the rest is refused.
+    const t0 = performance.now();
+    for (let round = 0; round < 8; round++)
+      answers.push(
+        ...(await Promise.all(Array.from({ length: 30 }, (_, i) => callAs(A, 'ok', i)))),
+      );
+    const seconds = (performance.now() - t0) / 1000;
+    const h = await honest.stop();
+    const ok = answers.filter((a) => a.status === 200);
+    const refused = answers.filter((a) => a.status === 429);
+    t.diagnostic(
+      `A: ${ok.length} served, ${refused.length} refused; B: ${h.n} calls, p99 ${h.p99.toFixed(1)} ms`,
+    );
+    assert.equal(ok.length + refused.length, answers.length, 'every answer is 200 or 429');
+    const allowed = 40 + Math.ceil(20 * seconds) + 1;
+    assert.ok(ok.length >= 40 && ok.length <= allowed, `${ok.length} served, at most ${allowed}`);
+    assert.ok(refused.length > 0);
+    const r = refused[0]!;
+    assert.equal(r.error?.code, -32029);
+    assert.match(r.error!.message, /rate limit limits\.rate\.principal reached; retry in \d+ ms/);
+    assert.equal(r.error?.data?.limit, 'limits.rate.principal');
+    assert.ok(r.error!.data!.retryAfterMs > 0 && r.error!.data!.retryAfterMs <= 1000);
+    assert.equal(r.retryAfter, '1');
+    // B shares nothing with A: every call served, quickly.
+    assert.deepEqual(h.errors, []);
+    assert.ok(h.n > 0);
+    // A's flood loads this 2-core box too; B is never refused and stays within this bound.
+    assert.ok(h.p99 < 2000, `B's p99 ${h.p99} ms`);
+    // A is served again once its bucket refills.
+    await sleep(1000);
+    assert.equal((await callAs(A, 'ok')).status, 200);
+  });
+});
+
+describe('per-tool rate limit (override by glob)', () => {
+  it('refuses the third quick call of a slow.* tool and names the override', async () => {
+    await sleep(2000); // A's principal bucket refills
+    const first = await callAs(A, 'slow.report');
+    const second = await callAs(A, 'slow.report');
+    const third = await callAs(A, 'slow.report');
+    assert.equal(first.status, 200);
+    assert.equal(second.status, 200);
+    assert.equal(third.status, 429);
+    assert.equal(third.error?.data?.limit, 'limits.rate.tools["slow.*"]');
+    assert.ok(third.error!.data!.retryAfterMs > 1000, 'one token per 2 s');
+    assert.equal(third.retryAfter, String(Math.ceil(third.error!.data!.retryAfterMs / 1000)));
+    // The same principal's other tools, and the same tool for B, are not affected.
+    assert.equal((await callAs(A, 'ok')).status, 200);
+    assert.equal((await callAs(B, 'slow.report')).status, 200);
+  });
+});
+
+describe('notice size and rate per call', () => {
+  it('cuts long log messages, drops a flood past the rate and warns once', async () => {
+    await sleep(1000);
+    const a = await callAs(A, 'chatty');
+    assert.equal(a.status, 200);
+    const events = a.text
+      .split('\n\n')
+      .map((e) => /^data: (.*)$/m.exec(e)?.[1])
+      .filter((d): d is string => d !== undefined && d !== '')
+      .map(
+        (d) => JSON.parse(d) as { method?: string; params?: { data?: unknown; level?: string } },
+      );
+    const logs = events.filter((e) => e.method === 'notifications/message');
+    const lines = logs.filter((e) => String(e.params?.data).startsWith('line '));
+    const warnings = logs.filter((e) => e.params?.level === 'warning');
+    assert.ok(lines.length >= 20 && lines.length < 40, `${lines.length} of 150 lines delivered`);
+    for (const l of lines) {
+      const data = String(l.params!.data);
+      assert.ok(Buffer.byteLength(JSON.stringify(l)) <= 1024, `${data.length} characters`);
+      assert.match(
+        data,
+        /\[truncated: \d+ bytes, at most 1024 \(limits\.notices\.message_bytes\)\]$/,
+      );
+    }
+    assert.equal(warnings.length, 1, 'one warning for the dropped lines');
+    assert.match(
+      String(warnings[0]!.params!.data),
+      /^\d+ log\/notice\/progress messages dropped: more than 20 per second \(limits\.notices\.per_second\)$/,
+    );
+    assert.equal(
+      String(logs.at(-1)!.params!.data),
+      'after the pause',
+      'nothing after the pause lost',
+    );
+    assert.match(a.text, /"text":"chatted"/);
+  });
+});
+
+describe('refusals in the metrics', () => {
+  it('counts rate refusals, dropped and cut notices by limit', async () => {
+    const text = await scrape(baseOf(hub.url), adminToken(dir.data));
+    const count = (limit: string) => sample(text, 'moonhub_limit_refusals_total', { limit });
+    assert.ok(count('rate') >= 2, `rate ${count('rate')}`);
+    assert.ok(count('notice_rate') >= 100, `notice_rate ${count('notice_rate')}`);
+    assert.ok(count('notice_size') >= 20, `notice_size ${count('notice_size')}`);
+  });
+});
+
+describe('rate limits over stdio', () => {
+  it('answers a JSON-RPC error with data.retryAfterMs, and serves again after it', async () => {
+    const stdioConfig = dir.write(
+      'stdio.yaml',
+      'plugins: { dirs: [plugins] }\nlimits:\n  rate:\n    principal: { per_second: 5, burst: 3 }\n',
+    );
+    const child = spawn(process.execPath, [BIN, 'serve', '--stdio', '--config', stdioConfig], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    try {
+      const line = (id: number) =>
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id,
+          method: 'tools/call',
+          params: {
+            name: 'ok',
+            arguments: {},
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+              'io.modelcontextprotocol/clientCapabilities': {},
+            },
+          },
+        }) + '\n';
+      child.stdin.write([1, 2, 3, 4, 5].map(line).join(''));
+      const deadline = Date.now() + 20_000;
+      while ((out.match(/\n/g) ?? []).length < 5 && Date.now() < deadline) await sleep(50);
+      const answers = out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { id: number; result?: unknown; error?: Answer['error'] });
+      const refused = answers.filter((a) => a.error !== undefined);
+      assert.equal(answers.filter((a) => a.result !== undefined).length, 3, out);
+      assert.equal(refused.length, 2);
+      assert.equal(refused[0]!.error!.code, -32029);
+      assert.equal(refused[0]!.error!.data!.limit, 'limits.rate.principal');
+      assert.ok(refused[0]!.error!.data!.retryAfterMs > 0);
+      await sleep(refused[1]!.error!.data!.retryAfterMs + 50);
+      out = '';
+      child.stdin.write(line(6));
+      while (!out.includes('\n') && Date.now() < deadline) await sleep(50);
+      assert.match(out, /"id":6,"result"/);
+    } finally {
+      child.kill();
+    }
+  });
+});
