@@ -8,7 +8,12 @@ import { resolve } from 'node:path';
 import { checkLogFormat, checkLogLevel, createLogger, type LogFormat } from '../log.js';
 import { startOperations } from '../operations.js';
 import { startHub } from '../hub.js';
-import { startHttpServer, serveStdio } from '../server/index.js';
+import {
+  createMcpDispatcher,
+  startHttpServer,
+  serveStdio,
+  type HttpServerOptions,
+} from '../server/index.js';
 import { packageVersion } from '../server/protocol.js';
 import { resolveSettings, isAuthMode } from '../config/settings.js';
 import type { AuthMode } from '../config/config.js';
@@ -26,6 +31,10 @@ import { endpointUrl } from '../config/settings.js';
 import { openCluster, type Cluster } from '../cluster/index.js';
 import { runPrimary, workerSlot } from '../cluster/primary.js';
 import { bridgeResourceUpdates } from '../cluster/registry-bridge.js';
+import { Drain } from '../server/drain.js';
+import { drainMsOf } from '../config/shutdown-config.js';
+import { CONNECTION_GRACE_MS, shutdownOnSignal } from './shutdown.js';
+import { SHUTDOWN_MESSAGE } from '../cluster/primary.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -63,6 +72,25 @@ function workerCount(value: string): number {
   return n;
 }
 
+function drainMillis(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 600_000)
+    throw new InvalidArgumentError('an integer number of ms from 0 to 600000');
+  return n;
+}
+
+/** stdio with its dispatcher tracked for graceful shutdown. */
+function serveDrainedStdio(
+  registry: Parameters<typeof serveStdio>[0],
+  opts: Parameters<typeof serveStdio>[1],
+  drain: Drain,
+): ReturnType<typeof serveStdio> {
+  return serveStdio(registry, {
+    ...opts,
+    dispatcher: drain.wrap(opts.dispatcher ?? createMcpDispatcher(registry, opts)),
+  });
+}
+
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
@@ -90,6 +118,7 @@ interface ServeFlags {
   force?: boolean;
   redis?: string;
   workers?: number;
+  drainMs?: number;
 }
 
 /** The scale-out modes' shared state (docs/scale-out.md); none for a single process. */
@@ -148,6 +177,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     await runPrimary({
       workers: s.cluster.workers,
       logger,
+      drainMs: drainMsOf(s.config.shutdown, flags.drainMs),
       onListening: ({ port }) =>
         process.stderr.write(
           `moonhub: serving MCP at ${endpointUrl(s, port)} (${s.cluster.workers} workers)\n`,
@@ -202,12 +232,15 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     throw err;
   }
   if (ops.metricsUrl !== undefined) process.stderr.write(`moonhub: metrics at ${ops.metricsUrl}\n`);
+  // Graceful shutdown (src/cli/shutdown.ts): every request is tracked so SIGTERM can drain them.
+  const drain = new Drain();
+  const drainMs = drainMsOf(s.config.shutdown, flags.drainMs);
   if (cluster !== undefined) bridgeResourceUpdates(hub.registry, cluster.bus);
 
   if (flags.stdio) {
     let server: ReturnType<typeof serveStdio>;
     try {
-      server = serveStdio(
+      server = serveDrainedStdio(
         hub.registry,
         ops.stdio({
           input: process.stdin,
@@ -216,6 +249,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
           onCall: hooks.onCall,
           ...access.stdioOptions(flags.session),
         }),
+        drain,
       );
     } catch (err) {
       await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
@@ -223,36 +257,65 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     }
     process.stderr.write(`moonhub: serving MCP on stdio (${hub.registry.countTools()} tools)\n`);
     hooks.ready?.(hub, undefined);
+    const stdio = server;
+    void shutdownOnSignal({
+      logger,
+      drain,
+      drainMs,
+      what: 'stdio',
+      stopAccepting: () => {},
+      closeTransport: async () => stdio.close(),
+      closeRest: async () => {
+        await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
+      },
+    });
     await server.closed;
     await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
     return;
   }
 
-  const http = await startHttpServer(
-    hub.registry,
-    ops.http({
-      host: s.host,
-      port: s.port,
-      onError,
-      onCall: hooks.onCall,
-      allowedHosts,
-      ...access.httpOptions(),
-    }),
-  );
+  const httpOpts: HttpServerOptions = ops.http({
+    host: s.host,
+    port: s.port,
+    onError,
+    onCall: hooks.onCall,
+    allowedHosts,
+    ...access.httpOptions(),
+  });
+  const http = await startHttpServer(hub.registry, {
+    ...httpOpts,
+    dispatcher: drain.wrap(httpOpts.dispatcher ?? createMcpDispatcher(hub.registry, httpOpts)),
+    drain,
+  });
   access.listening(http.url, http.handler);
   announce(http, hub.registry.countTools(), cluster);
   hooks.ready?.(hub, http.url);
-  await new Promise<void>((done) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      void Promise.allSettled([http.close(), ops.close(), access.close(), hub.stop()])
-        .then(() => cluster?.close())
-        .then(() => done());
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+  const slot = workerSlot();
+  await shutdownOnSignal(
+    {
+      logger,
+      drain,
+      drainMs,
+      what: slot === undefined ? 'HTTP' : `worker ${slot}`,
+      stopAccepting: () => http.stopAccepting(),
+      closeTransport: () => http.close(CONNECTION_GRACE_MS),
+      closeRest: async () => {
+        await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
+        await cluster?.close();
+      },
+    },
+    {
+      // A worker hears the shutdown from the primary (which also relays Ctrl-C).
+      ignoreSigint: slot !== undefined,
+      external:
+        slot === undefined
+          ? undefined
+          : (trigger) =>
+              process.on('message', (m: unknown) => {
+                if (m === SHUTDOWN_MESSAGE) trigger('primary');
+              }),
+    },
+  );
 }
 
 /** `moonhub dev`: serve with reloads, a human line per call, and the clients' set-up. */
@@ -362,6 +425,12 @@ export function buildProgram(): Command {
         '--workers <n>',
         'worker processes serving one port on this machine (default 1)',
       ).argParser(workerCount),
+    )
+    .addOption(
+      new Option(
+        '--drain-ms <ms>',
+        'on SIGTERM/SIGINT, how long calls in flight may finish (default 10000)',
+      ).argParser(drainMillis),
     )
     .action((flags: ServeFlags) => serve(flags));
 

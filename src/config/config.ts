@@ -10,6 +10,7 @@ import { loadDataFile } from './validate.js';
 import { interpolateEnv } from './interpolate.js';
 import type { UpstreamConfig } from '../upstream/from-config.js';
 import type { PluginLimitsConfig } from './plugin-limits-config.js';
+import type { ShutdownConfig } from './shutdown-config.js';
 
 export type AuthMode = 'none' | 'token' | 'oauth';
 
@@ -75,6 +76,8 @@ export interface HubConfig {
   data_dir?: string;
   /** Bounds on each plugin (src/lua-api/plugin-limits.ts), in the file's snake_case. */
   plugin_limits?: PluginLimitsConfig;
+  /** Graceful shutdown's drain deadline (src/config/shutdown-config.ts). */
+  shutdown?: ShutdownConfig;
   /** Metrics, health, audit log and dashboard (src/config/observe-config.ts). */
   observe?: ObserveConfig;
   /** Many processes serving as one hub (docs/scale-out.md). */
