@@ -112,7 +112,8 @@ class HttpTransport implements McpHttpHandler, SessionSource {
 
   handle(req: IncomingMessage, res: ServerResponse): void {
     try {
-      if (this.opts.drain?.active === true && req.method === 'GET') return this.shuttingDown(req, res);
+      if (this.opts.drain?.active === true && req.method === 'GET')
+        return this.shuttingDown(req, res);
       if (!this.onPath(req.url ?? '/')) return this.refuse(req, res, wireError('not_found'));
       const verdict = this.guard(req.headers);
       if (verdict !== undefined) return this.refuse(req, res, verdict);
@@ -155,7 +156,11 @@ class HttpTransport implements McpHttpHandler, SessionSource {
   }
 
   /** Graceful shutdown: no new work; the client should go elsewhere on a fresh connection. */
-  private shuttingDown(req: IncomingMessage, res: ServerResponse, id: JsonRpcId | null = null): void {
+  private shuttingDown(
+    req: IncomingMessage,
+    res: ServerResponse,
+    id: JsonRpcId | null = null,
+  ): void {
     sendError(res, wireError('shutting_down'), id, { Connection: 'close', 'Retry-After': '1' });
     req.resume();
   }
@@ -205,7 +210,11 @@ class HttpTransport implements McpHttpHandler, SessionSource {
     const decision = this.inbound.decide(body, new HttpFacts(req), this);
     // Draining: answers to server requests and notifications still get through (calls in
     // flight may wait on them); new work is refused.
-    if (this.opts.drain?.active === true && decision.kind !== 'reject' && decision.kind !== 'handled')
+    if (
+      this.opts.drain?.active === true &&
+      decision.kind !== 'reject' &&
+      decision.kind !== 'handled'
+    )
       return this.shuttingDown(req, res, decision.kind === 'batch' ? null : decision.msg.id);
     switch (decision.kind) {
       case 'reject':

@@ -23,6 +23,14 @@ mcp.tool("slow.wait", {
   task.sleep(p.ms)
   return "waited " .. p.ms
 end)
+mcp.tool("slow.progress", {
+  input_schema = { type = "object", properties = { ms = { type = "integer" } } },
+  timeout_ms = 60000,
+}, function(p, context)
+  context.progress(1, 2, "half way")
+  task.sleep(p.ms)
+  return "streamed " .. p.ms
+end)
 `;
 
 const HEADERS = {
@@ -31,15 +39,16 @@ const HEADERS = {
   'MCP-Protocol-Version': '2026-07-28',
 };
 
-function callBody(id: number, ms: number): string {
+function callBody(id: number, ms: number, tool = 'slow.wait'): string {
   return JSON.stringify({
     jsonrpc: '2.0',
     id,
     method: 'tools/call',
     params: {
-      name: 'slow.wait',
+      name: tool,
       arguments: { ms },
       _meta: {
+        progressToken: `p${id}`,
         'io.modelcontextprotocol/protocolVersion': '2026-07-28',
         'io.modelcontextprotocol/clientCapabilities': {},
       },
@@ -52,13 +61,18 @@ async function slowCall(
   url: string,
   id: number,
   ms: number,
-): Promise<{ status: number; body: string }> {
+  tool = 'slow.wait',
+): Promise<{ status: number; body: string; type: string }> {
   const res = await fetch(url, {
     method: 'POST',
-    headers: { ...HEADERS, 'Mcp-Method': 'tools/call', 'Mcp-Name': 'slow.wait' },
-    body: callBody(id, ms),
+    headers: { ...HEADERS, 'Mcp-Method': 'tools/call', 'Mcp-Name': tool },
+    body: callBody(id, ms, tool),
   });
-  return { status: res.status, body: await res.text() };
+  return {
+    status: res.status,
+    body: await res.text(),
+    type: res.headers.get('content-type') ?? '',
+  };
 }
 
 interface Exit {
@@ -153,8 +167,9 @@ upstreams:
     // A: a 1.5 s call on a raw connection, with a second request pipelined behind it.
     const a = rawConnection(port);
     a.write(rawPost(port, callBody(1, 1500), 'slow.wait'));
-    // B: a 3 s call on its own connection keeps the drain going after A has answered.
-    const b = slowCall(hub.url, 2, 3000);
+    // B: a 3 s call on its own connection keeps the drain going after A has answered; its
+    // progress made its answer an SSE stream, whose last event must be the answer.
+    const b = slowCall(hub.url, 2, 3000, 'slow.progress');
     await sleep(400);
     const signalled = Date.now();
     hub.child.kill('SIGTERM');
@@ -169,7 +184,8 @@ upstreams:
     // The pipelined request on the kept-alive connection: 503 shutting_down, Connection: close.
     assert.match(aText, /HTTP\/1\.1 503[\s\S]*[Cc]onnection: close[\s\S]*shutting down/, aText);
     assert.equal(bRes.status, 200, bRes.body);
-    assert.match(bRes.body, /waited 3000/);
+    assert.match(bRes.type, /text\/event-stream/);
+    assert.match(bRes.body, /notifications\/progress[\s\S]*half way[\s\S]*streamed 3000/);
     assert.deepEqual({ code: ended.code, signal: ended.signal }, { code: 0, signal: null });
     // B ended the drain at ~2.6 s after the signal; the closing steps are quick.
     assert.ok(ended.at - signalled < 6_000, `exited ${ended.at - signalled} ms after SIGTERM`);
@@ -191,7 +207,10 @@ upstreams:
     hub.child.kill('SIGTERM');
     const [res, ended] = await Promise.all([long, exit]);
     assert.equal(res.status, 200, res.body);
-    const answer = JSON.parse(res.body) as { id: number; error?: { code: number; message: string } };
+    const answer = JSON.parse(res.body) as {
+      id: number;
+      error?: { code: number; message: string };
+    };
     assert.equal(answer.id, 7);
     assert.equal(answer.error?.code, -32000);
     assert.match(answer.error?.message ?? '', /shut down before this call finished.*700 ms/);
