@@ -25,7 +25,7 @@ const PAUSE_MS = 20;
 export interface HonestReport {
   latencies: number[];
   failures: Tally;
-  /** Each failure's label and first message, up to 20, for the report. */
+  /** The first message of each kind of failure (up to 20), for the report. */
   examples: string[];
   ops: Tally;
 }
@@ -67,8 +67,10 @@ function record(r: HonestReport, op: string, ms: number, failure: string | undef
   r.latencies.push(ms);
   r.ops.add(op);
   if (failure === undefined) return;
-  r.failures.add(`${op}: ${failure.split(':')[0]}`);
-  if (r.examples.length < 20) r.examples.push(`${op}: ${failure}`);
+  const label = `${op}: ${failure.split(':')[0]}`;
+  // One example of each kind of failure, for the report.
+  if (!r.failures.counts.has(label) && r.examples.length < 20) r.examples.push(`${op}: ${failure}`);
+  r.failures.add(label);
 }
 
 /** The failure an answer is, or undefined when it is a success. */

@@ -208,7 +208,7 @@ export const HOSTILE: HostileClass[] = [
 ];
 
 async function listenFlood(ctx: Ctx, max: number): Promise<void> {
-  const held: AbortController[] = [];
+  const held: { ctl: AbortController; res: Response }[] = [];
   const lane = async () => {
     while (ctx.running() && held.length < max) {
       const ctl = new AbortController();
@@ -218,9 +218,9 @@ async function listenFlood(ctx: Ctx, max: number): Promise<void> {
       try {
         const res = await fetch(ctx.t.url, { method: 'POST', headers, body, signal: ctl.signal });
         if ((res.headers.get('content-type') ?? '').includes('text/event-stream')) {
-          held.push(ctl);
+          // Held: the response is kept and never read, so its connection stays open.
+          held.push({ ctl, res });
           ctx.tally.add('stream held');
-          void res.body?.cancel().catch(() => {});
         } else {
           const text = await res.text();
           const code = /"code":(-?\d+)/.exec(text)?.[1];
@@ -234,7 +234,7 @@ async function listenFlood(ctx: Ctx, max: number): Promise<void> {
   };
   await Promise.all([lane(), lane(), lane(), lane()]);
   while (ctx.running()) await sleep(100);
-  for (const c of held) c.abort();
+  for (const h of held) h.ctl.abort();
 }
 
 const NOTICE_LOOP = 'local s = string.rep("n", 16000)\nfor i = 1, 1e9 do notice(s) end';

@@ -278,7 +278,7 @@ function print(
       ` p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms (bound ${o.p99Ms} ms)`,
   );
   for (const [label, n] of Object.entries(r.failures.toJSON())) say(`  failed: ${n} x ${label}`);
-  for (const e of r.examples.slice(0, 5)) say(`  e.g. ${e.slice(0, 240)}`);
+  for (const e of r.examples) say(`  e.g. ${e.slice(0, 240)}`);
   say('hostile classes (what they got back):');
   for (const c of x.classes) {
     const got = Object.entries(c.outcomes)

@@ -11,7 +11,7 @@ import { startHub } from '../hub.js';
 import {
   createMcpDispatcher,
   startHttpServer,
-  serveStdio,
+  type serveStdio,
   type HttpServerOptions,
 } from '../server/index.js';
 import { packageVersion } from '../server/protocol.js';
@@ -33,8 +33,7 @@ import { runPrimary, workerSlot } from '../cluster/primary.js';
 import { bridgeResourceUpdates } from '../cluster/registry-bridge.js';
 import { Drain } from '../server/drain.js';
 import { drainMsOf } from '../config/shutdown-config.js';
-import { CONNECTION_GRACE_MS, shutdownOnSignal } from './shutdown.js';
-import { SHUTDOWN_MESSAGE } from '../cluster/primary.js';
+import { drainMillis, serveDrainedStdio, shutdownOnSignal, stopHttpOnSignal } from './shutdown.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -70,25 +69,6 @@ function workerCount(value: string): number {
   if (!Number.isInteger(n) || n < 1 || n > 64)
     throw new InvalidArgumentError('an integer from 1 to 64');
   return n;
-}
-
-function drainMillis(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 600_000)
-    throw new InvalidArgumentError('an integer number of ms from 0 to 600000');
-  return n;
-}
-
-/** stdio with its dispatcher tracked for graceful shutdown. */
-function serveDrainedStdio(
-  registry: Parameters<typeof serveStdio>[0],
-  opts: Parameters<typeof serveStdio>[1],
-  drain: Drain,
-): ReturnType<typeof serveStdio> {
-  return serveStdio(registry, {
-    ...opts,
-    dispatcher: drain.wrap(opts.dispatcher ?? createMcpDispatcher(registry, opts)),
-  });
 }
 
 function collect(value: string, previous: string[]): string[] {
@@ -258,18 +238,21 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     process.stderr.write(`moonhub: serving MCP on stdio (${hub.registry.countTools()} tools)\n`);
     hooks.ready?.(hub, undefined);
     const stdio = server;
+    let signalled = false;
     void shutdownOnSignal({
       logger,
       drain,
       drainMs,
       what: 'stdio',
-      stopAccepting: () => {},
+      stopAccepting: () => (signalled = true),
       closeTransport: async () => stdio.close(),
       closeRest: async () => {
         await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
       },
     });
     await server.closed;
+    // Closed by a signal: the shutdown closes the rest and ends the process.
+    if (signalled) return new Promise<never>(() => {});
     await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
     return;
   }
@@ -290,32 +273,10 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
   access.listening(http.url, http.handler);
   announce(http, hub.registry.countTools(), cluster);
   hooks.ready?.(hub, http.url);
-  const slot = workerSlot();
-  await shutdownOnSignal(
-    {
-      logger,
-      drain,
-      drainMs,
-      what: slot === undefined ? 'HTTP' : `worker ${slot}`,
-      stopAccepting: () => http.stopAccepting(),
-      closeTransport: () => http.close(CONNECTION_GRACE_MS),
-      closeRest: async () => {
-        await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
-        await cluster?.close();
-      },
-    },
-    {
-      // A worker hears the shutdown from the primary (which also relays Ctrl-C).
-      ignoreSigint: slot !== undefined,
-      external:
-        slot === undefined
-          ? undefined
-          : (trigger) =>
-              process.on('message', (m: unknown) => {
-                if (m === SHUTDOWN_MESSAGE) trigger('primary');
-              }),
-    },
-  );
+  await stopHttpOnSignal({ logger, drain, drainMs, http }, async () => {
+    await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
+    await cluster?.close();
+  });
 }
 
 /** `moonhub dev`: serve with reloads, a human line per call, and the clients' set-up. */

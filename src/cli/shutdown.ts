@@ -5,9 +5,12 @@
  * sessions and their child processes, execute workers) and the audit log, and exits 0. A second
  * signal exits at once with 128 + its number. One log line per phase.
  */
+import { InvalidArgumentError } from 'commander';
 import { constants } from 'node:os';
 import type { Logger } from '../log.js';
+import { SHUTDOWN_MESSAGE, workerSlot } from '../cluster/primary.js';
 import type { Drain } from '../server/drain.js';
+import { createMcpDispatcher, serveStdio, type HttpServerHandle } from '../server/index.js';
 
 /** After the drain, how long closing streams, connections and the hub may take in all. */
 const CLOSE_GRACE_MS = 5_000;
@@ -85,4 +88,56 @@ async function run(steps: ShutdownSteps, why: string): Promise<void> {
   logger.info({ ms: Date.now() - t0 }, 'shutdown: hub stopped (plugins, upstreams, audit); exit 0');
   // The log is written synchronously (src/log.ts), so nothing is lost by exiting here.
   process.exit(0);
+}
+
+/**
+ * `serve` over HTTP (a single process, or one worker of `--workers`) until its shutdown: a
+ * worker hears it from the primary (which also relays Ctrl-C), or on its own SIGTERM.
+ */
+export function stopHttpOnSignal(
+  o: { logger: Logger; drain: Drain; drainMs: number; http: HttpServerHandle },
+  closeRest: () => Promise<void>,
+): Promise<never> {
+  const slot = workerSlot();
+  return shutdownOnSignal(
+    {
+      logger: o.logger,
+      drain: o.drain,
+      drainMs: o.drainMs,
+      what: slot === undefined ? 'HTTP' : `worker ${slot}`,
+      stopAccepting: () => o.http.stopAccepting(),
+      closeTransport: () => o.http.close(CONNECTION_GRACE_MS),
+      closeRest,
+    },
+    {
+      ignoreSigint: slot !== undefined,
+      external:
+        slot === undefined
+          ? undefined
+          : (trigger) =>
+              process.on('message', (m: unknown) => {
+                if (m === SHUTDOWN_MESSAGE) trigger('primary');
+              }),
+    },
+  );
+}
+
+/** `--drain-ms`: an integer number of ms, 0 to 600000 (the config schema's range). */
+export function drainMillis(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 600_000)
+    throw new InvalidArgumentError('an integer number of ms from 0 to 600000');
+  return n;
+}
+
+/** stdio with its dispatcher tracked for graceful shutdown. */
+export function serveDrainedStdio(
+  registry: Parameters<typeof serveStdio>[0],
+  opts: Parameters<typeof serveStdio>[1],
+  drain: Drain,
+): ReturnType<typeof serveStdio> {
+  return serveStdio(registry, {
+    ...opts,
+    dispatcher: drain.wrap(opts.dispatcher ?? createMcpDispatcher(registry, opts)),
+  });
 }
