@@ -7,7 +7,7 @@
  * the primary.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -116,6 +116,27 @@ function childrenOf(pid: number): number[] {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Opens a subscriptions/listen stream and reads it to its end. */
+async function listenStream(url: string): Promise<string> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { ...HEADERS, 'Mcp-Method': 'subscriptions/listen' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 'listen-1',
+      method: 'subscriptions/listen',
+      params: {
+        notifications: { toolsListChanged: true },
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
+    }),
+  });
+  return res.text();
+}
+
 /** Sends raw HTTP/1.1 text on one connection and collects everything until it closes. */
 function rawConnection(port: number): { write(text: string): void; all: Promise<string> } {
   const socket = connect(port, '127.0.0.1');
@@ -170,6 +191,8 @@ upstreams:
     // B: a 3 s call on its own connection keeps the drain going after A has answered; its
     // progress made its answer an SSE stream, whose last event must be the answer.
     const b = slowCall(hub.url, 2, 3000, 'slow.progress');
+    // C: an open subscriptions/listen stream, which must end with its closing result.
+    const c = listenStream(hub.url);
     await sleep(400);
     const signalled = Date.now();
     hub.child.kill('SIGTERM');
@@ -179,7 +202,8 @@ upstreams:
     // A new connection is refused: the hub no longer listens.
     await assert.rejects(fetch(hub.url, { method: 'POST', headers: HEADERS, body: '{}' }));
 
-    const [aText, bRes, ended] = await Promise.all([a.all, b, exit]);
+    const [aText, bRes, cText, ended] = await Promise.all([a.all, b, c, exit]);
+    assert.match(cText, /subscriptions\/acknowledged[\s\S]*"resultType":"complete"/, cText);
     assert.match(aText, /HTTP\/1\.1 200[\s\S]*waited 1500/, aText);
     // The pipelined request on the kept-alive connection: 503 shutting_down, Connection: close.
     assert.match(aText, /HTTP\/1\.1 503[\s\S]*[Cc]onnection: close[\s\S]*shutting down/, aText);
@@ -251,6 +275,34 @@ upstreams:
     assert.deepEqual({ code: ended.code, signal: ended.signal }, { code: 0, signal: null });
     assert.match(hub.log(), /telling the workers to drain/);
     assert.match(hub.log(), /every worker has stopped/);
+  });
+});
+
+describe('graceful shutdown settings', () => {
+  it('refuses a bad --drain-ms and a bad shutdown.drain_ms with a clear error', () => {
+    const dir = scratch('moonhub-drain-bad-');
+    try {
+      dir.write('plugins/slow/init.lua', SLOW);
+      const flag = spawnSync(
+        process.execPath,
+        [BIN, 'serve', '--plugins', `${dir.dir}/plugins`, '--port', '0', '--drain-ms', 'soon'],
+        { encoding: 'utf8', timeout: 30_000 },
+      );
+      assert.notEqual(flag.status, 0);
+      assert.match(flag.stderr, /--drain-ms.*an integer number of ms from 0 to 600000/);
+      const config = dir.write(
+        'moonhub.yaml',
+        'plugins: { dirs: [plugins] }\nshutdown: { drain_ms: -5 }\n',
+      );
+      const file = spawnSync(process.execPath, [BIN, 'serve', '--config', config, '--port', '0'], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      assert.notEqual(file.status, 0);
+      assert.match(file.stderr, /shutdown.*drain_ms|drain_ms.*>= 0/);
+    } finally {
+      dir.remove();
+    }
   });
 });
 
