@@ -67,6 +67,8 @@ export class Drain {
     if (this.draining) return;
     this.draining = true;
     this.started = this.pending.size;
+    // Their answers say `Connection: close`, so no client reuses a connection about to close.
+    for (const p of this.pending) p.channel?.lastOnConnection();
   }
 
   /**

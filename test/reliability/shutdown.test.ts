@@ -1,7 +1,7 @@
 /**
  * Graceful shutdown (issue 12, item 5) against real hub processes: on SIGTERM a call in flight
- * still gets its answer, new connections are refused and a kept-alive connection gets 503
- * `shutting_down`, the process exits 0 within its deadline; a call longer than the drain
+ * still gets its answer (with `Connection: close`), new connections are refused and a request
+ * arriving on an open connection gets 503 `shutting_down`, the process exits 0 within its deadline; a call longer than the drain
  * deadline gets `drain_deadline` and the process still exits 0; a second signal exits at once;
  * stdio drains too; stdio upstream children do not outlive the hub; `--workers` drains through
  * the primary.
@@ -185,9 +185,13 @@ upstreams:
     }
     const exit = exitOf(hub.child);
 
-    // A: a 1.5 s call on a raw connection, with a second request pipelined behind it.
+    // A: a 1.5 s call on a raw connection.
     const a = rawConnection(port);
     a.write(rawPost(port, callBody(1, 1500), 'slow.wait'));
+    // D: a request whose body is still on its way when the signal comes.
+    const d = rawConnection(port);
+    const late = rawPost(port, callBody(3, 10), 'slow.wait');
+    d.write(late.slice(0, -10));
     // B: a 3 s call on its own connection keeps the drain going after A has answered; its
     // progress made its answer an SSE stream, whose last event must be the answer.
     const b = slowCall(hub.url, 2, 3000, 'slow.progress');
@@ -197,16 +201,18 @@ upstreams:
     const signalled = Date.now();
     hub.child.kill('SIGTERM');
     await hub.waitForLog(/stopped accepting/, 0, 5_000);
-    a.write(rawPost(port, callBody(3, 10), 'slow.wait'));
+    d.write(late.slice(-10));
 
     // A new connection is refused: the hub no longer listens.
     await assert.rejects(fetch(hub.url, { method: 'POST', headers: HEADERS, body: '{}' }));
 
-    const [aText, bRes, cText, ended] = await Promise.all([a.all, b, c, exit]);
+    const [aText, bRes, cText, dText, ended] = await Promise.all([a.all, b, c, d.all, exit]);
     assert.match(cText, /subscriptions\/acknowledged[\s\S]*"resultType":"complete"/, cText);
     assert.match(aText, /HTTP\/1\.1 200[\s\S]*waited 1500/, aText);
-    // The pipelined request on the kept-alive connection: 503 shutting_down, Connection: close.
-    assert.match(aText, /HTTP\/1\.1 503[\s\S]*[Cc]onnection: close[\s\S]*shutting down/, aText);
+    // The answer in flight tells the client not to reuse the connection.
+    assert.match(aText.split('\r\n\r\n')[0]!, /[Cc]onnection: close/, aText);
+    // The request that arrived on an open connection: 503 shutting_down, Connection: close.
+    assert.match(dText, /HTTP\/1\.1 503[\s\S]*[Cc]onnection: close[\s\S]*shutting down/, dText);
     assert.equal(bRes.status, 200, bRes.body);
     assert.match(bRes.type, /text\/event-stream/);
     assert.match(bRes.body, /notifications\/progress[\s\S]*half way[\s\S]*streamed 3000/);
