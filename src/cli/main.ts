@@ -194,6 +194,9 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     throw err;
   }
   const onError = (err: unknown) => logger.error({ err }, 'internal error while serving a request');
+  // Graceful shutdown (src/cli/shutdown.ts): every request is tracked so SIGTERM can drain them.
+  const drain = new Drain();
+  const drainMs = drainMsOf(s.config.shutdown, flags.drainMs);
   let cluster: Cluster | undefined;
   // observe: metrics, traces, audit, health and dashboard (src/operations.ts).
   let ops: Awaited<ReturnType<typeof startOperations>>;
@@ -206,15 +209,13 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
       logger,
       originPolicy: { allowedHosts },
       audit: flags.audit,
+      draining: () => drain.active,
     });
   } catch (err) {
     await Promise.allSettled([access.close(), hub.stop()]);
     throw err;
   }
   if (ops.metricsUrl !== undefined) process.stderr.write(`moonhub: metrics at ${ops.metricsUrl}\n`);
-  // Graceful shutdown (src/cli/shutdown.ts): every request is tracked so SIGTERM can drain them.
-  const drain = new Drain();
-  const drainMs = drainMsOf(s.config.shutdown, flags.drainMs);
   if (cluster !== undefined) bridgeResourceUpdates(hub.registry, cluster.bus);
 
   if (flags.stdio) {

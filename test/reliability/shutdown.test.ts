@@ -249,6 +249,28 @@ upstreams:
     assert.match(hub.log(), /drain deadline passed, 1 call\(s\) aborted/);
   });
 
+  it('answers /readyz 503 (draining) on the metrics address while it drains', async () => {
+    const cfg = dir.write(
+      'metrics.yaml',
+      'plugins: { dirs: [plugins] }\nobserve: { metrics: { listen: { port: 0 } } }\n',
+    );
+    const hub = await startMoonhub(['--config', cfg]);
+    const exit = exitOf(hub.child);
+    const metrics = /metrics at (\S+)/.exec(hub.log())?.[1];
+    assert.ok(metrics, hub.log());
+    const readyz = new URL('/readyz', metrics).href;
+    assert.equal((await fetch(readyz)).status, 200);
+    const call = slowCall(hub.url, 9, 1500);
+    await sleep(300);
+    hub.child.kill('SIGTERM');
+    await hub.waitForLog(/stopped accepting/, 0, 5_000);
+    const during = await fetch(readyz);
+    assert.equal(during.status, 503);
+    assert.equal(((await during.json()) as { draining?: boolean }).draining, true);
+    assert.match((await call).body, /waited 1500/);
+    assert.equal((await exit).code, 0);
+  });
+
   it('exits at once on a second signal', async () => {
     const hub = await startMoonhub(['--plugins', `${dir.dir}/plugins`, '--drain-ms', '30000']);
     const exit = exitOf(hub.child);
