@@ -169,6 +169,11 @@ export const WIRE_ERRORS = {
     status: 404,
     message: 'Not Found: no stream to resume at event {event}',
   },
+  shutting_down: {
+    code: SERVER_ERROR,
+    status: 503,
+    message: 'Service Unavailable: the hub is shutting down; retry on another instance or later',
+  },
   unauthorized: { code: UNAUTHORIZED, status: 401, message: 'Unauthorized: {detail}' },
   insufficient_scope: { code: FORBIDDEN, status: 403, message: 'Forbidden: {detail}' },
   // ---- answers of dispatched requests ----
@@ -227,6 +232,12 @@ export const WIRE_ERRORS = {
   },
   internal_error: { code: INTERNAL_ERROR, status: 500, message: 'Internal error' },
   handler_failed: { code: INTERNAL_ERROR, status: 200, message: '{detail}' },
+  drain_deadline: {
+    code: SERVER_ERROR,
+    status: 200,
+    message:
+      'the hub shut down before this call finished (drain deadline of {ms} ms passed); the call was aborted',
+  },
 } as const satisfies Record<string, WireErrorDef>;
 
 export type WireErrorName = keyof typeof WIRE_ERRORS;
@@ -339,6 +350,10 @@ export const LOCAL_ERRORS = {
   session_ended: ['session ended', 'the 2025 session ended (DELETE, expiry, revocation)'],
   client_disconnected: ['client disconnected', "the HTTP request's connection closed early"],
   transport_closed: ['stdio closed', "the stdio peer's input ended"],
+  shutdown: [
+    'hub shutting down',
+    "the hub's drain deadline passed while the call ran (SIGTERM/SIGINT)",
+  ],
   handler_result_invalid: [
     '{method} handler returned a non-object result',
     'a method handler bug (answers internal_error)',

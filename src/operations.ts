@@ -44,6 +44,8 @@ export interface OperationsOptions {
   originPolicy: OriginPolicy;
   /** `--audit FILE|stderr`, over the config's `observe.audit.to`. */
   audit?: string;
+  /** True once a graceful shutdown began (`/readyz` then answers 503). */
+  draining?: () => boolean;
 }
 
 export interface Operations {
@@ -129,6 +131,7 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
     upstreams,
     requirePlugins: cfg.requirePlugins,
     requiredUpstreams: cfg.requiredUpstreams,
+    draining: o.draining,
   };
   let metricsUrl: string | undefined;
   const routes: Route[] = [];

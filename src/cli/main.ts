@@ -8,7 +8,12 @@ import { resolve } from 'node:path';
 import { checkLogFormat, checkLogLevel, createLogger, type LogFormat } from '../log.js';
 import { startOperations } from '../operations.js';
 import { startHub } from '../hub.js';
-import { startHttpServer, serveStdio } from '../server/index.js';
+import {
+  createMcpDispatcher,
+  startHttpServer,
+  type serveStdio,
+  type HttpServerOptions,
+} from '../server/index.js';
 import { FlowLimits } from '../server/flow-limits.js';
 import { packageVersion } from '../server/protocol.js';
 import { resolveSettings, isAuthMode } from '../config/settings.js';
@@ -27,6 +32,9 @@ import { endpointUrl } from '../config/settings.js';
 import { openCluster, type Cluster } from '../cluster/index.js';
 import { runPrimary, workerSlot } from '../cluster/primary.js';
 import { bridgeResourceUpdates } from '../cluster/registry-bridge.js';
+import { Drain } from '../server/drain.js';
+import { drainMsOf } from '../config/shutdown-config.js';
+import { drainMillis, serveDrainedStdio, shutdownOnSignal, stopHttpOnSignal } from './shutdown.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -91,6 +99,7 @@ interface ServeFlags {
   force?: boolean;
   redis?: string;
   workers?: number;
+  drainMs?: number;
 }
 
 /** The scale-out modes' shared state (docs/scale-out.md); none for a single process. */
@@ -149,6 +158,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     await runPrimary({
       workers: s.cluster.workers,
       logger,
+      drainMs: drainMsOf(s.config.shutdown, flags.drainMs),
       onListening: ({ port }) =>
         process.stderr.write(
           `moonhub: serving MCP at ${endpointUrl(s, port)} (${s.cluster.workers} workers)\n`,
@@ -187,6 +197,9 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
   const onError = (err: unknown) => logger.error({ err }, 'internal error while serving a request');
   // limits.streams/notices/rate: one set of bounds for the transport and its dispatcher.
   const flow = new FlowLimits(s.flow);
+  // Graceful shutdown (src/cli/shutdown.ts): every request is tracked so SIGTERM can drain them.
+  const drain = new Drain();
+  const drainMs = drainMsOf(s.config.shutdown, flags.drainMs);
   let cluster: Cluster | undefined;
   // observe: metrics, traces, audit, health and dashboard (src/operations.ts).
   let ops: Awaited<ReturnType<typeof startOperations>>;
@@ -199,6 +212,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
       logger,
       originPolicy: { allowedHosts },
       audit: flags.audit,
+      draining: () => drain.active,
     });
   } catch (err) {
     await Promise.allSettled([access.close(), hub.stop()]);
@@ -213,7 +227,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     let server: ReturnType<typeof serveStdio>;
     let stalled = false;
     try {
-      server = serveStdio(
+      server = serveDrainedStdio(
         hub.registry,
         ops.stdio({
           input: process.stdin,
@@ -228,6 +242,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
           },
           ...access.stdioOptions(flags.session),
         }),
+        drain,
       );
     } catch (err) {
       await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
@@ -235,39 +250,49 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     }
     process.stderr.write(`moonhub: serving MCP on stdio (${hub.registry.countTools()} tools)\n`);
     hooks.ready?.(hub, undefined);
+    const stdio = server;
+    let signalled = false;
+    void shutdownOnSignal({
+      logger,
+      drain,
+      drainMs,
+      what: 'stdio',
+      stopAccepting: () => (signalled = true),
+      closeTransport: async () => stdio.close(),
+      closeRest: async () => {
+        await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
+      },
+    });
     await server.closed;
+    // Closed by a signal: the shutdown closes the rest and ends the process.
+    if (signalled) return new Promise<never>(() => {});
     await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
     // stdout cannot be closed: a write the peer never reads would keep the process forever.
     if (stalled) process.exit(1);
     return;
   }
 
-  const http = await startHttpServer(
-    hub.registry,
-    ops.http({
-      host: s.host,
-      port: s.port,
-      onError,
-      onCall: hooks.onCall,
-      flow,
-      allowedHosts,
-      limits: s.serverLimits,
-      ...access.httpOptions(),
-    }),
-  );
+  const httpOpts: HttpServerOptions = ops.http({
+    host: s.host,
+    port: s.port,
+    onError,
+    onCall: hooks.onCall,
+    flow,
+    allowedHosts,
+    limits: s.serverLimits,
+    ...access.httpOptions(),
+  });
+  const http = await startHttpServer(hub.registry, {
+    ...httpOpts,
+    dispatcher: drain.wrap(httpOpts.dispatcher ?? createMcpDispatcher(hub.registry, httpOpts)),
+    drain,
+  });
   access.listening(http.url, http.handler);
   announce(http, hub.registry.countTools(), cluster);
   hooks.ready?.(hub, http.url);
-  await new Promise<void>((done) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      void Promise.allSettled([http.close(), ops.close(), access.close(), hub.stop()])
-        .then(() => cluster?.close())
-        .then(() => done());
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
+  await stopHttpOnSignal({ logger, drain, drainMs, http }, async () => {
+    await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
+    await cluster?.close();
   });
 }
 
@@ -378,6 +403,12 @@ export function buildProgram(): Command {
         '--workers <n>',
         'worker processes serving one port on this machine (default 1)',
       ).argParser(workerCount),
+    )
+    .addOption(
+      new Option(
+        '--drain-ms <ms>',
+        'on SIGTERM/SIGINT, how long calls in flight may finish (default 10000)',
+      ).argParser(drainMillis),
     )
     .action((flags: ServeFlags) => serve(flags));
 

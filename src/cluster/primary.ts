@@ -3,9 +3,12 @@
  * that each run the whole hub and listen on the same port (the primary accepts connections and
  * hands them out round-robin), relays their bus messages (`ipc-bus.ts`), restarts a worker that
  * dies (100 ms doubling to 10 s while they keep dying young), and stops them all on SIGINT or
- * SIGTERM. It serves nothing itself.
+ * SIGTERM: it tells each worker to drain (SHUTDOWN_MESSAGE), waits for them (their drain
+ * deadline plus a margin, then SIGKILL), and on a second signal kills them and exits at once.
+ * It serves nothing itself.
  */
 import cluster, { type Worker } from 'node:cluster';
+import { constants } from 'node:os';
 import type { Logger } from '../log.js';
 import { relayBus } from './ipc-bus.js';
 
@@ -13,12 +16,16 @@ export const WORKER_ENV = 'MOONHUB_WORKER';
 /** A worker that lived this long resets the restart backoff. */
 const HEALTHY_MS = 30_000;
 const MAX_BACKOFF_MS = 10_000;
-/** How long stopping workers get before they are killed. */
-const STOP_GRACE_MS = 10_000;
+/** Beyond their drain deadline, how long stopping workers get before they are killed. */
+const STOP_MARGIN_MS = 7_000;
+/** The IPC message that starts a worker's graceful shutdown (src/cli/shutdown.ts). */
+export const SHUTDOWN_MESSAGE = 'moonhub:shutdown';
 
 export interface PrimaryOptions {
   workers: number;
   logger: Logger;
+  /** The workers' drain deadline (config shutdown.drain_ms), to know how long to wait. */
+  drainMs: number;
   /** Called once every worker listens: the URL clients use. */
   onListening: (address: { address: string | null; port: number }) => void;
 }
@@ -68,22 +75,34 @@ export async function runPrimary(opts: PrimaryOptions): Promise<void> {
   for (let slot = 1; slot <= opts.workers; slot++) fork(slot);
 
   await new Promise<void>((done) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      stopping = true;
-      if (live.size === 0) return done();
-      const killer = setTimeout(() => {
+    let killer: NodeJS.Timeout | undefined;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        logger.warn({ signal }, 'shutdown: second signal, killing the workers and exiting at once');
         for (const w of live) w.process.kill('SIGKILL');
-      }, STOP_GRACE_MS);
+        process.exit(128 + (constants.signals[signal] ?? 15));
+      }
+      stopping = true;
+      logger.info(
+        { signal, workers: live.size, drain_ms: opts.drainMs },
+        'shutdown: telling the workers to drain',
+      );
+      if (live.size === 0) return done();
+      killer = setTimeout(() => {
+        logger.error({ workers: live.size }, 'shutdown: workers still running; killing them');
+        for (const w of live) w.process.kill('SIGKILL');
+      }, opts.drainMs + STOP_MARGIN_MS);
       for (const w of live) {
         w.once('exit', () => {
           if (live.size === 0) {
             clearTimeout(killer);
+            logger.info('shutdown: every worker has stopped');
             done();
           }
         });
-        w.process.kill('SIGTERM');
+        // A worker whose IPC channel is gone still drains on SIGTERM.
+        if (w.isConnected()) w.send(SHUTDOWN_MESSAGE);
+        else w.process.kill('SIGTERM');
       }
     };
     process.on('SIGINT', stop);

@@ -12,6 +12,7 @@ import { interpolateEnv } from './interpolate.js';
 import type { UpstreamConfig } from '../upstream/from-config.js';
 import type { PluginLimitsConfig } from './plugin-limits-config.js';
 import type { LimitsConfig } from './limits-config.js';
+import type { ShutdownConfig } from './shutdown-config.js';
 
 export type AuthMode = 'none' | 'token' | 'oauth';
 
@@ -80,6 +81,8 @@ export interface HubConfig {
   /** Server-side bounds: sessions, subscriptions, listens, batches and ids
    * (src/config/limits-config.ts); streams, notices and rate limits (src/config/flow-config.ts). */
   limits?: LimitsConfig & FlowLimitsConfig;
+  /** Graceful shutdown's drain deadline (src/config/shutdown-config.ts). */
+  shutdown?: ShutdownConfig;
   /** Metrics, health, audit log and dashboard (src/config/observe-config.ts). */
   observe?: ObserveConfig;
   /** Many processes serving as one hub (docs/scale-out.md). */

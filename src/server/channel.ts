@@ -34,6 +34,9 @@ export class RequestChannel extends LazyAbort {
   pollLater(_retryMs: number): boolean {
     return false;
   }
+
+  /** The hub is shutting down: the answer should tell the client not to reuse its connection. */
+  lastOnConnection(): void {}
 }
 
 // ---- 2026-07-28 multi-round-trip input ------------------------------------------------------

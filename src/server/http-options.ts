@@ -1,6 +1,7 @@
 /** The HTTP transport's options and handles (its seams: authentication, routes, sessions). */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { DispatcherOptions, McpDispatcher } from './dispatcher.js';
+import type { Drain } from './drain.js';
 import type { HttpRoute } from './http-routes.js';
 import type { SessionStoreOptions } from './legacy-sessions.js';
 import type { FanoutOptions, ListChangedFanout } from './list-changed.js';
@@ -27,6 +28,8 @@ export interface HttpHandlerOptions
   dispatcher?: McpDispatcher;
   /** The session layer (default: the in-process `LegacySessionStore`). */
   sessions?: SessionLayer;
+  /** Graceful shutdown: once it is active, new requests and streams get 503 `shutting_down`. */
+  drain?: Drain;
 }
 
 export interface HttpServerOptions extends HttpHandlerOptions {
@@ -59,5 +62,11 @@ export interface HttpServerHandle {
   handler: McpHttpHandler;
   /** Adds a route before the MCP endpoint; returns its remover. */
   addRoute(route: HttpRoute): () => void;
-  close(): Promise<void>;
+  /** Stops listening (graceful shutdown); kept-alive connections are refused by `drain`. */
+  stopAccepting(): void;
+  /**
+   * Ends every stream and session, then the connections: at once, or (graceMs > 0) once their
+   * last bytes went out, cutting what is still open after graceMs.
+   */
+  close(graceMs?: number): Promise<void>;
 }

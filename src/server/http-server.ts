@@ -4,7 +4,7 @@
  * GET/DELETE of 2025 sessions. What a message means (era, session, batch and envelope rules) is
  * the inbound layer's (`inbound.ts`).
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { wireError, WireError, modernStatusOf } from '../errors.js';
 import type { Registry } from '../registry/registry.js';
@@ -21,7 +21,12 @@ import type {
 } from './http-options.js';
 import { HttpRoutes, type HttpRoute } from './http-routes.js';
 import { Inbound, type InboundFacts, type SessionSource } from './inbound.js';
-import { serializeNotification, serializeWireError, type JsonRpcRequest } from './jsonrpc.js';
+import {
+  serializeNotification,
+  serializeWireError,
+  type JsonRpcId,
+  type JsonRpcRequest,
+} from './jsonrpc.js';
 import { LegacySessionStore, type LegacySession } from './legacy-sessions.js';
 import { ALL_KINDS, LIST_CHANGED_METHOD, ListChangedFanout } from './list-changed.js';
 import { Listens } from './listen.js';
@@ -122,6 +127,8 @@ class HttpTransport implements McpHttpHandler, SessionSource {
 
   handle(req: IncomingMessage, res: ServerResponse): void {
     try {
+      if (this.opts.drain?.active === true && req.method === 'GET')
+        return this.shuttingDown(req, res);
       if (!this.onPath(req.url ?? '/')) return this.refuse(req, res, wireError('not_found'));
       const verdict = this.guard(req.headers);
       if (verdict !== undefined) return this.refuse(req, res, verdict);
@@ -161,6 +168,16 @@ class HttpTransport implements McpHttpHandler, SessionSource {
     if (!url.startsWith(path)) return false;
     const next = url[path.length];
     return next === '?' || (next === '/' && url.length === path.length + 1);
+  }
+
+  /** Graceful shutdown: no new work; the client should go elsewhere on a fresh connection. */
+  private shuttingDown(
+    req: IncomingMessage,
+    res: ServerResponse,
+    id: JsonRpcId | null = null,
+  ): void {
+    sendError(res, wireError('shutting_down'), id, { Connection: 'close', 'Retry-After': '1' });
+    req.resume();
   }
 
   private refuse(req: IncomingMessage, res: ServerResponse, error: WireError): void {
@@ -206,6 +223,14 @@ class HttpTransport implements McpHttpHandler, SessionSource {
 
   private async post(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
     const decision = this.inbound.decide(body, new HttpFacts(req), this);
+    // Draining: answers to server requests and notifications still get through (calls in
+    // flight may wait on them); new work is refused.
+    if (
+      this.opts.drain?.active === true &&
+      decision.kind !== 'reject' &&
+      decision.kind !== 'handled'
+    )
+      return this.shuttingDown(req, res, decision.kind === 'batch' ? null : decision.msg.id);
     switch (decision.kind) {
       case 'reject':
         return sendError(res, decision.error, decision.id, retryAfter(decision.error));
@@ -391,13 +416,34 @@ export function startHttpServer(
         server,
         handler,
         addRoute: (route) => routes.add(route),
-        close: () =>
+        stopAccepting: () => {
+          if (server.listening) server.close();
+          server.closeIdleConnections();
+        },
+        close: (graceMs = 0) =>
           new Promise<void>((done) => {
             handler.close();
             server.close(() => done());
-            server.closeAllConnections();
+            if (graceMs <= 0) return server.closeAllConnections();
+            closeGently(server, graceMs);
           }),
       });
     });
   });
+}
+
+/**
+ * Closes each connection once it is idle (its last answer or stream end written), polling
+ * briefly, and cuts the rest after `graceMs`.
+ */
+function closeGently(server: Server, graceMs: number): void {
+  const deadline = Date.now() + graceMs;
+  const tick = setInterval(() => {
+    server.closeIdleConnections();
+    if (Date.now() < deadline) return;
+    clearInterval(tick);
+    server.closeAllConnections();
+  }, 25);
+  server.once('close', () => clearInterval(tick));
+  server.closeIdleConnections();
 }

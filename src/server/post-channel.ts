@@ -113,6 +113,10 @@ export class PostResponseChannel extends RequestChannel {
     return true;
   }
 
+  override lastOnConnection(): void {
+    if (!this.res.headersSent) this.res.setHeader('Connection', 'close');
+  }
+
   /** Ends the stream with the answer (or keeps it for the client to resume). */
   finish(json: string): void {
     if (this.resumable !== undefined) this.resumable.finish(json);
