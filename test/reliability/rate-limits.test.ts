@@ -202,11 +202,20 @@ describe('notice size and rate per call', () => {
         /\[truncated: \d+ bytes, at most 1024 \(limits\.notices\.message_bytes\)\]$/,
       );
     }
-    assert.equal(warnings.length, 1, 'one warning for the dropped lines');
-    assert.match(
-      String(warnings[0]!.params!.data),
-      /^\d+ log\/notice\/progress messages dropped: more than 20 per second \(limits\.notices\.per_second\)$/,
-    );
+    // One warning per run of drops: on a slow machine a token may refill mid-loop, so a line
+    // passes between two runs and each run gets its own warning. Every line is either delivered
+    // or counted in a warning.
+    assert.ok(warnings.length >= 1 && warnings.length <= 3, `${warnings.length} warnings`);
+    let dropped = 0;
+    for (const w of warnings) {
+      const m =
+        /^(\d+) log\/notice\/progress messages dropped: more than 20 per second \(limits\.notices\.per_second\)$/.exec(
+          String(w.params!.data),
+        );
+      assert.ok(m, String(w.params!.data));
+      dropped += Number(m[1]);
+    }
+    assert.equal(lines.length + dropped, 150, 'every line delivered or counted as dropped');
     assert.equal(
       String(logs.at(-1)!.params!.data),
       'after the pause',
