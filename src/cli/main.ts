@@ -26,6 +26,8 @@ import { endpointUrl } from '../config/settings.js';
 import { openCluster, type Cluster } from '../cluster/index.js';
 import { runPrimary, workerSlot } from '../cluster/primary.js';
 import { bridgeResourceUpdates } from '../cluster/registry-bridge.js';
+import { LegacySessionStore } from '../server/legacy-sessions.js';
+import { SharedSessionLayer } from '../server/shared-sessions.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -105,6 +107,21 @@ async function openServeCluster(
     prefix: s.cluster.prefix,
     worker: workerSlot() !== undefined,
     onError: (err, where) => logger.warn({ err, where }, 'cluster bus or store failure'),
+  });
+}
+
+/** Cluster modes: 2025 sessions any process serves, kept in the cluster's shared records. */
+function sharedSessions(cluster: Cluster, logger: ReturnType<typeof createLogger>) {
+  const records = cluster.records();
+  const local = new LegacySessionStore({
+    idleTimeoutMs: records.limits.idleTimeoutMs,
+    maxSessions: records.limits.maxSessions,
+  });
+  return new SharedSessionLayer(local, {
+    records,
+    bus: cluster.bus,
+    answers: cluster.answers,
+    onError: (err, where) => logger.warn({ err, where }, 'cluster session store failure'),
   });
 }
 
@@ -237,6 +254,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
       onCall: hooks.onCall,
       allowedHosts,
       ...access.httpOptions(),
+      ...(cluster === undefined ? {} : { sessions: sharedSessions(cluster, logger) }),
     }),
   );
   access.listening(http.url, http.handler);
