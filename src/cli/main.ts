@@ -28,6 +28,7 @@ import { runPrimary, workerSlot } from '../cluster/primary.js';
 import { bridgeResourceUpdates } from '../cluster/registry-bridge.js';
 import { LegacySessionStore } from '../server/legacy-sessions.js';
 import { SharedSessionLayer } from '../server/shared-sessions.js';
+import { SharedStreams } from '../server/shared-streams.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -117,11 +118,14 @@ function sharedSessions(cluster: Cluster, logger: ReturnType<typeof createLogger
     idleTimeoutMs: records.limits.idleTimeoutMs,
     maxSessions: records.limits.maxSessions,
   });
+  const onError = (err: unknown, where: string) =>
+    logger.warn({ err, where }, 'cluster session store failure');
   return new SharedSessionLayer(local, {
     records,
+    streams: new SharedStreams(records, cluster.bus, onError),
     bus: cluster.bus,
     answers: cluster.answers,
-    onError: (err, where) => logger.warn({ err, where }, 'cluster session store failure'),
+    onError,
   });
 }
 

@@ -25,6 +25,8 @@ export type TopicName = keyof TopicPayloads;
 export const channels = {
   /** Messages for the stream of a 2025 session, whichever instance holds it. */
   session: (sessionId: string) => `session.${sessionId}`,
+  /** The events of a resumable 2025 POST stream, for a client resuming it elsewhere. */
+  stream: (streamId: string) => `stream.${streamId}`,
   /** A client's answer to a request an instance sent it, routed back to that instance. */
   answers: (instanceId: string) => `answers.${instanceId}`,
 } as const;

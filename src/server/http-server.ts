@@ -325,6 +325,16 @@ class HttpTransport implements McpHttpHandler, SessionSource {
     const lastEventId = headerOf(req, 'last-event-id');
     if (lastEventId !== undefined) {
       const found = session.resumable?.find(lastEventId);
+      if (found === undefined && this.sessions.shared !== undefined) {
+        // Cluster modes: the stream may be another process's; its events are in the shared log.
+        this.sessions.shared.resume(res, lastEventId, { 'Mcp-Session-Id': session.id }).then(
+          (refused) => {
+            if (refused !== undefined) sendError(res, refused);
+          },
+          (err: unknown) => this.internalFailure(res, err),
+        );
+        return;
+      }
       if (found === undefined)
         return sendError(res, wireError('resume_not_found', { event: lastEventId }));
       found.stream.resume(res, found.seq, { 'Mcp-Session-Id': session.id });

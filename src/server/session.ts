@@ -5,10 +5,10 @@
  * subscription caps, stream back-pressure, drain) and other stores (Redis for several hub
  * instances) can sit behind it; `legacy-sessions.ts` is today's in-process implementation.
  */
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { WireError } from '../errors.js';
 import type { JsonRpcId } from './jsonrpc.js';
-import type { ResumableStreams } from './resumable.js';
+import type { ResumableStreams, StreamMirror } from './resumable.js';
 import type { SseStream } from './sse.js';
 import type { Abortable } from './abort.js';
 import { LATEST_LEGACY_VERSION } from './protocol.js';
@@ -80,6 +80,8 @@ export interface SessionRecord extends SessionState {
   stream: SseStream | undefined;
   /** POST streams a client may resume with Last-Event-ID (2025-11-25), made at the first. */
   resumable?: ResumableStreams;
+  /** Cluster modes: the streams' events are kept for resumption on another process too. */
+  streamMirror?: StreamMirror;
 }
 
 /** The transports the inbound layer serves. */
@@ -134,6 +136,12 @@ export interface SharedSessions {
   commit(session: SessionRecord): Promise<WireError | undefined>;
   /** A GET stream opened here: messages for the session reach it from any process. */
   openStream(session: SessionRecord): () => void;
+  /** A `Last-Event-ID` of a stream another process wrote: replayed from the shared log. */
+  resume(
+    res: ServerResponse,
+    lastEventId: string,
+    headers: Record<string, string>,
+  ): Promise<WireError | undefined>;
 }
 
 /** Server-to-client messages for sessions (resource updates; later, cross-instance delivery). */

@@ -8,11 +8,13 @@
  * session's bus channel (a DELETE elsewhere, a subscription made elsewhere). Used only in cluster
  * modes: a single process keeps the plain store and pays nothing for this.
  */
+import type { ServerResponse } from 'node:http';
 import { localError, wireError, type WireError } from '../errors.js';
 import type { MessageBus } from '../cluster/bus.js';
 import type { ProtocolSessionRecord, SessionRecordStore } from '../cluster/session-records.js';
 import { channels } from '../cluster/topics.js';
 import type { LegacySessionStore } from './legacy-sessions.js';
+import type { SharedStreams } from './shared-streams.js';
 import {
   newSessionState,
   type PeerRouter,
@@ -24,6 +26,8 @@ import {
 
 export interface SharedSessionOptions {
   records: SessionRecordStore;
+  /** Resumable streams' events, kept for a resumption on another process. */
+  streams: SharedStreams;
   bus: MessageBus;
   answers: PeerRouter;
   onError?: (err: unknown, where: string) => void;
@@ -85,7 +89,10 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
 
   create(principal: string | undefined): SessionRecord | undefined {
     const s = this.local.create(principal);
-    if (s !== undefined) s.peerRouter = this.opts.answers;
+    if (s !== undefined) {
+      s.peerRouter = this.opts.answers;
+      s.streamMirror = this.opts.streams;
+    }
     return s;
   }
 
@@ -207,6 +214,14 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     };
   }
 
+  resume(
+    res: ServerResponse,
+    lastEventId: string,
+    headers: Record<string, string>,
+  ): Promise<WireError | undefined> {
+    return this.opts.streams.resume(res, lastEventId, headers);
+  }
+
   // ---- internals ---------------------------------------------------------------------------
 
   private adopt(id: string): SessionRecord {
@@ -215,6 +230,7 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     s.lastSeen = Date.now();
     s.stream = undefined;
     s.peerRouter = this.opts.answers;
+    s.streamMirror = this.opts.streams;
     this.adopted.set(id, s);
     return s;
   }

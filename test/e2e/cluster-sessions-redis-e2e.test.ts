@@ -30,6 +30,12 @@ mcp.tool("probe.ask", { description = "asks a name" }, function(params, context)
     requested_schema = { type = "object", properties = { name = { type = "string" } } } }
   return "hello " .. tostring(a.content and a.content.name)
 end)
+mcp.tool("probe.slow", { description = "logs, waits, logs, answers" }, function(params, context)
+  for i = 1, 3 do context.log("warning", "step-" .. i); task.sleep(50) end
+  task.sleep(params.wait or 1500)
+  for i = 4, 5 do context.log("warning", "step-" .. i) end
+  return "slow done"
+end)
 `;
 
 const config = (redis: string) => `
@@ -62,7 +68,7 @@ describe(
       assert.equal(res.status, 201);
       const j = (await res.json()) as { token: string; session_uuid: string };
       // Replicated to every instance before use (Redis pub/sub, milliseconds).
-      for (const hub of hubs) {
+      for (const hub of hubs.filter((h) => h.alive())) {
         for (let i = 0; ; i++) {
           const r = await rawRequest(hub.url, {
             method: 'POST',
@@ -221,6 +227,38 @@ describe(
       // Sequential calls: at most the one in flight at the kill is lost.
       assert.ok(failed <= 1, `${failed} calls lost`);
       assert.equal(after.size, 2, 'the two survivors serve the session');
+    });
+
+    it('a POST stream whose instance was killed is resumed on another with Last-Event-ID', async () => {
+      const { token } = await newToken();
+      const { sessionId } = await initializeSession(mcp, token);
+      const running = await rawRequest(mcp, {
+        method: 'POST',
+        token,
+        sessionId,
+        body: call('tools/call', { name: 'probe.slow', arguments: { wait: 3000 } }),
+      });
+      assert.equal(running.status, 200);
+      await running.waitFor(/step-1/);
+      const ids = [...running.text().matchAll(/^id: (\S+)$/gm)].map((m) => m[1]!);
+      const last = ids[ids.length - 1]!;
+      running.close();
+      await new Promise((ok) => setTimeout(ok, 300)); // steps 2 and 3 are kept meanwhile
+      const owner = hubs.find((h) => h.log().includes(`instance ${running.instance}`))!;
+      assert.ok(owner, `no hub is instance ${running.instance}`);
+      owner.child.kill('SIGKILL');
+      const resumed = await rawRequest(mcp, {
+        method: 'GET',
+        token,
+        sessionId,
+        headers: { 'Last-Event-ID': last },
+      });
+      assert.equal(resumed.status, 200);
+      assert.notEqual(resumed.instance, running.instance);
+      await resumed.waitFor(/step-2[\s\S]*step-3/, 5000);
+      assert.doesNotMatch(resumed.text(), /step-1/, 'replayed an event the client had');
+      // The call died with its instance: the stream waits for an answer that will not come.
+      resumed.close();
     });
   },
 );

@@ -34,6 +34,12 @@ mcp.tool("probe.ask", { description = "asks a name" }, function(params, context)
     requested_schema = { type = "object", properties = { name = { type = "string" } } } }
   return "hello " .. tostring(a.content and a.content.name)
 end)
+mcp.tool("probe.slow", { description = "logs, waits, logs, answers" }, function(params, context)
+  for i = 1, 3 do context.log("warning", "step-" .. i); task.sleep(50) end
+  task.sleep(params.wait or 1500)
+  for i = 4, 5 do context.log("warning", "step-" .. i) end
+  return "slow done"
+end)
 `;
 
 const CONFIG = `
@@ -153,6 +159,56 @@ describe('serve --workers 2: 2025 sessions on both workers', () => {
       await running.waitFor(/hello ada/, 10_000);
     }
     assert.ok(crossed > 0, 'no answer landed on the other worker');
+  });
+
+  it('a POST stream cut off is resumed with Last-Event-ID on the other worker', async () => {
+    const { sessionId } = await initializeSession(hub.url, token);
+    let crossed = false;
+    for (let attempt = 0; attempt < 4 && !crossed; attempt++) {
+      const running = await rawRequest(hub.url, {
+        method: 'POST',
+        token,
+        sessionId,
+        body: call('tools/call', { name: 'probe.slow', arguments: { wait: 800 } }),
+      });
+      assert.equal(running.status, 200);
+      await running.waitFor(/step-2/);
+      const ids = [...running.text().matchAll(/^id: (\S+)$/gm)].map((m) => m[1]!);
+      const last = ids[ids.length - 1]!;
+      running.close();
+      // Steer round-robin: after a connection to the stream's worker, the next goes to the other.
+      for (let i = 0; i < 6; i++) {
+        const ping = await sessionPost(hub.url, token, sessionId, call('ping'));
+        if (ping.instance === running.instance) break;
+      }
+      const resumed = await rawRequest(hub.url, {
+        method: 'GET',
+        token,
+        sessionId,
+        headers: { 'Last-Event-ID': last },
+      });
+      assert.equal(resumed.status, 200);
+      const text = await resumed.done;
+      assert.doesNotMatch(text, /step-2/, 'replayed an event the client had');
+      assert.match(text, /step-3[\s\S]*step-4[\s\S]*step-5[\s\S]*slow done/);
+      crossed = resumed.instance !== running.instance;
+    }
+    assert.ok(crossed, 'no resumption landed on the other worker');
+  });
+
+  it('a Last-Event-ID nothing is known of gets 404 on every worker', async () => {
+    const { sessionId } = await initializeSession(hub.url, token);
+    for (const last of ['0123456789abcdef_3', 'not a stream id_1', 'x']) {
+      const r = await rawRequest(hub.url, {
+        method: 'GET',
+        token,
+        sessionId,
+        headers: { 'Last-Event-ID': last },
+      });
+      assert.equal(r.status, 404, await r.done);
+    }
+    // The hub still serves the session.
+    assert.equal((await sessionPost(hub.url, token, sessionId, tool('probe.echo'))).status, 200);
   });
 
   it('a DELETE through one worker ends the session on both, its stream too', async () => {

@@ -1,0 +1,115 @@
+/**
+ * SSE resumption on another process (cluster modes): every event of a resumable POST stream
+ * (2025-11-25) is also kept in the shared event log and published on `stream.<id>`, so a client
+ * whose connection broke (its process may have died) can come back with `Last-Event-ID` through
+ * any process: that one replays the kept events after the id, then follows the live ones until
+ * the answer. The process that wrote the stream drops the log once the answer reached a client.
+ */
+import type { ServerResponse } from 'node:http';
+import { wireError, type WireError } from '../errors.js';
+import type { MessageBus } from '../cluster/bus.js';
+import { STREAM_ID, type SessionRecordStore } from '../cluster/session-records.js';
+import { channels } from '../cluster/topics.js';
+import type { StreamMirror } from './resumable.js';
+
+/** What the log keeps and the channel carries for one event. */
+interface Kept {
+  frame: string;
+  /** The request's answer: the stream ends after it. */
+  final?: true;
+}
+
+interface Live extends Kept {
+  seq: number;
+}
+
+export class SharedStreams implements StreamMirror {
+  constructor(
+    private readonly records: SessionRecordStore,
+    private readonly bus: MessageBus,
+    private readonly onError?: (err: unknown, where: string) => void,
+  ) {}
+
+  event(stream: string, seq: number, frame: string, final: boolean): void {
+    const kept: Kept = final ? { frame, final } : { frame };
+    this.records
+      .appendEvent(stream, seq, JSON.stringify(kept))
+      .catch((err: unknown) => this.onError?.(err, 'stream event append'));
+    // The priming event (no data) is kept only so the stream is known before its first event.
+    if (frame === '') return;
+    const live: Live = { seq, ...kept };
+    this.bus.publish(channels.stream(stream), live);
+  }
+
+  delivered(stream: string): void {
+    this.records
+      .dropStream(stream)
+      .catch((err: unknown) => this.onError?.(err, 'stream event drop'));
+  }
+
+  /**
+   * A `Last-Event-ID` this process holds no stream for: replays the kept events after it and
+   * follows the stream to its answer. The error when nothing is known of the stream.
+   */
+  async resume(
+    res: ServerResponse,
+    lastEventId: string,
+    headers: Record<string, string>,
+  ): Promise<WireError | undefined> {
+    const notFound = wireError('resume_not_found', { event: lastEventId });
+    const cut = lastEventId.lastIndexOf('_');
+    const stream = lastEventId.slice(0, cut);
+    const after = Number(lastEventId.slice(cut + 1));
+    if (cut <= 0 || !STREAM_ID.test(stream) || !Number.isInteger(after) || after < 0)
+      return notFound;
+    // Follow first, so no event falls between the replay and the live ones.
+    const early: Live[] = [];
+    let write: ((e: Live) => void) | undefined;
+    const off = this.bus.subscribe(channels.stream(stream), (d) => {
+      const e = d as Live;
+      if (typeof e?.frame !== 'string' || typeof e.seq !== 'number') return;
+      if (write === undefined) early.push(e);
+      else write(e);
+    });
+    let replay;
+    try {
+      replay = await this.records.eventsAfter(stream, after);
+    } catch (err) {
+      off();
+      throw err;
+    }
+    if (replay === undefined || res.destroyed) {
+      off();
+      return res.destroyed ? undefined : notFound;
+    }
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream',
+      'Cache-Control': 'no-cache, no-transform',
+      'X-Accel-Buffering': 'no',
+      ...headers,
+    });
+    let last = after;
+    const finish = () => {
+      off();
+      res.end();
+    };
+    write = (e) => {
+      if (e.seq <= last || res.writableEnded) return;
+      last = e.seq;
+      res.write(e.frame);
+      if (e.final === true) {
+        finish();
+        this.delivered(stream);
+      }
+    };
+    res.once('close', off);
+    for (const { seq, data } of replay.events) write({ seq, ...(JSON.parse(data) as Kept) });
+    // Events were dropped (bounds): the client learns of the gap by the stream ending early.
+    if (!replay.complete && !res.writableEnded) {
+      finish();
+      return undefined;
+    }
+    for (const e of early) write(e);
+    return undefined;
+  }
+}
