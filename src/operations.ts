@@ -44,6 +44,8 @@ export interface OperationsOptions {
   originPolicy: OriginPolicy;
   /** `--audit FILE|stderr`, over the config's `observe.audit.to`. */
   audit?: string;
+  /** Cluster modes: the dashboard's plugin reload, told to every process (cluster/). */
+  reloadPlugin?: (name: string) => Promise<boolean>;
 }
 
 export interface Operations {
@@ -147,7 +149,14 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
     routes.push(
       dashboardApi({
         registry,
-        plugins: hub.plugins,
+        plugins:
+          o.reloadPlugin === undefined
+            ? hub.plugins
+            : {
+                status: () => hub.plugins.status(),
+                memoryUsage: () => hub.plugins.memoryUsage(),
+                reload: o.reloadPlugin,
+              },
         pluginDirs: settings.dirs,
         upstreams,
         sessions: () => access.sessionList(),

@@ -26,6 +26,7 @@ import { endpointUrl } from '../config/settings.js';
 import { openCluster, type Cluster } from '../cluster/index.js';
 import { runPrimary, workerSlot } from '../cluster/primary.js';
 import { bridgeResourceUpdates } from '../cluster/registry-bridge.js';
+import { bridgePluginReloads } from '../cluster/plugin-reload-bridge.js';
 import { LegacySessionStore } from '../server/legacy-sessions.js';
 import { SharedSessionLayer } from '../server/shared-sessions.js';
 import { SharedStreams } from '../server/shared-streams.js';
@@ -210,6 +211,12 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
   let ops: Awaited<ReturnType<typeof startOperations>>;
   try {
     cluster = flags.stdio ? undefined : await openServeCluster(s, logger);
+    const reloads =
+      cluster === undefined
+        ? undefined
+        : bridgePluginReloads(hub.plugins, cluster.bus, (err, plugin) =>
+            logger.warn({ err, plugin }, 'a reload asked by another instance failed'),
+          );
     ops = await startOperations({
       hub,
       access,
@@ -217,6 +224,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
       logger,
       originPolicy: { allowedHosts },
       audit: flags.audit,
+      reloadPlugin: reloads?.reload,
     });
   } catch (err) {
     await Promise.allSettled([access.close(), hub.stop()]);

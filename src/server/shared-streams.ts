@@ -63,12 +63,21 @@ export class SharedStreams implements StreamMirror {
     if (cut <= 0 || !STREAM_ID.test(stream) || !Number.isInteger(after) || after < 0)
       return notFound;
     // Follow first, so no event falls between the replay and the live ones.
-    const early: Live[] = [];
-    let write: ((e: Live) => void) | undefined;
+    const live: { early: Live[] | undefined; last: number } = { early: [], last: after };
+    const write = (e: Live): void => {
+      if (e.seq <= live.last || res.writableEnded) return;
+      live.last = e.seq;
+      res.write(e.frame);
+      if (e.final === true) {
+        off();
+        res.end();
+        this.delivered(stream);
+      }
+    };
     const off = this.bus.subscribe(channels.stream(stream), (d) => {
       const e = d as Live;
       if (typeof e?.frame !== 'string' || typeof e.seq !== 'number') return;
-      if (write === undefined) early.push(e);
+      if (live.early !== undefined) live.early.push(e);
       else write(e);
     });
     let replay;
@@ -88,27 +97,16 @@ export class SharedStreams implements StreamMirror {
       'X-Accel-Buffering': 'no',
       ...headers,
     });
-    let last = after;
-    const finish = () => {
-      off();
-      res.end();
-    };
-    write = (e) => {
-      if (e.seq <= last || res.writableEnded) return;
-      last = e.seq;
-      res.write(e.frame);
-      if (e.final === true) {
-        finish();
-        this.delivered(stream);
-      }
-    };
     res.once('close', off);
     for (const { seq, data } of replay.events) write({ seq, ...(JSON.parse(data) as Kept) });
     // Events were dropped (bounds): the client learns of the gap by the stream ending early.
     if (!replay.complete && !res.writableEnded) {
-      finish();
+      off();
+      res.end();
       return undefined;
     }
+    const early = live.early ?? [];
+    live.early = undefined;
     for (const e of early) write(e);
     return undefined;
   }
