@@ -108,6 +108,8 @@ async function openServeCluster(
     redis: s.cluster.redis,
     prefix: s.cluster.prefix,
     worker: workerSlot() !== undefined,
+    limits: s.cluster.limits.records,
+    answers: s.cluster.limits.answers,
     onError: (err, where) => logger.warn({ err, where }, 'cluster bus or store failure'),
   });
 }

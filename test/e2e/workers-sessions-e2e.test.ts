@@ -264,3 +264,53 @@ describe('serve --workers 2: 2025 sessions on both workers', () => {
     process.stderr.write(`revoked session's stream ended after ${Date.now() - start} ms\n`);
   });
 });
+
+describe('serve --workers 2: cluster.limits.max_sessions bounds the sessions of all workers', () => {
+  let dir: HubDir;
+  let hub: MoonhubProcess;
+  let token: string;
+
+  before(async () => {
+    dir = makeHubDir({ probe: PLUGIN });
+    const cfg = dir.write(
+      'moonhub.yaml',
+      CONFIG.replace(
+        'cluster: { workers: 2 }',
+        'cluster: { workers: 2, limits: { max_sessions: 2 } }',
+      ),
+    );
+    hub = await startMoonhub(['--config', cfg, '--data', dir.data]);
+    for (let i = 0; (hub.log().match(/worker \d+ \(pid \d+, instance/g) ?? []).length < 2; i++) {
+      assert.ok(i < 300, `two workers not ready:\n${hub.log()}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    token = createSession(['--config', cfg, '--data', dir.data, '--agent', 'worker']).token;
+  });
+  after(async () => hub?.stop());
+
+  it('a third session is refused on either worker; the two go on; a DELETE frees a place', async () => {
+    const a = await initializeSession(hub.url, token);
+    const b = await initializeSession(hub.url, token);
+    for (let i = 0; i < 4; i++) {
+      const refused = await rawRequest(hub.url, {
+        method: 'POST',
+        token,
+        body: call('initialize', {
+          protocolVersion: '2025-11-25',
+          capabilities: {},
+          clientInfo: { name: 'one-too-many', version: '1' },
+        }),
+      });
+      assert.equal(refused.status, 503, await refused.done);
+      assert.match(await refused.done, /too many sessions/);
+    }
+    for (const s of [a, b])
+      assert.equal(
+        (await sessionPost(hub.url, token, s.sessionId, tool('probe.echo'))).status,
+        200,
+      );
+    const del = await rawRequest(hub.url, { method: 'DELETE', token, sessionId: a.sessionId });
+    assert.equal(del.status, 200);
+    await initializeSession(hub.url, token);
+  });
+});
