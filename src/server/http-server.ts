@@ -327,12 +327,14 @@ class HttpTransport implements McpHttpHandler, SessionSource {
       const found = session.resumable?.find(lastEventId);
       if (found === undefined && this.sessions.shared !== undefined) {
         // Cluster modes: the stream may be another process's; its events are in the shared log.
-        this.sessions.shared.resume(res, lastEventId, { 'Mcp-Session-Id': session.id }).then(
-          (refused) => {
-            if (refused !== undefined) sendError(res, refused);
-          },
-          (err: unknown) => this.internalFailure(res, err),
-        );
+        this.sessions.shared
+          .resume(res, session.id, lastEventId, { 'Mcp-Session-Id': session.id })
+          .then(
+            (refused) => {
+              if (refused !== undefined) sendError(res, refused);
+            },
+            (err: unknown) => this.internalFailure(res, err),
+          );
         return;
       }
       if (found === undefined)

@@ -139,6 +139,7 @@ export interface SharedSessions {
   /** A `Last-Event-ID` of a stream another process wrote: replayed from the shared log. */
   resume(
     res: ServerResponse,
+    session: string,
     lastEventId: string,
     headers: Record<string, string>,
   ): Promise<WireError | undefined>;

@@ -91,7 +91,7 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     const s = this.local.create(principal);
     if (s !== undefined) {
       s.peerRouter = this.opts.answers;
-      s.streamMirror = this.opts.streams;
+      s.streamMirror = this.opts.streams.forSession(s.id);
     }
     return s;
   }
@@ -216,10 +216,11 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
 
   resume(
     res: ServerResponse,
+    session: string,
     lastEventId: string,
     headers: Record<string, string>,
   ): Promise<WireError | undefined> {
-    return this.opts.streams.resume(res, lastEventId, headers);
+    return this.opts.streams.resume(res, session, lastEventId, headers);
   }
 
   // ---- internals ---------------------------------------------------------------------------
@@ -230,7 +231,7 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     s.lastSeen = Date.now();
     s.stream = undefined;
     s.peerRouter = this.opts.answers;
-    s.streamMirror = this.opts.streams;
+    s.streamMirror = this.opts.streams.forSession(id);
     this.adopted.set(id, s);
     return s;
   }

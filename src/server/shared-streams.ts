@@ -14,6 +14,8 @@ import type { StreamMirror } from './resumable.js';
 
 /** What the log keeps and the channel carries for one event. */
 interface Kept {
+  /** The 2025 session whose request the stream answers: only it may resume the stream. */
+  session: string;
   frame: string;
   /** The request's answer: the stream ends after it. */
   final?: true;
@@ -23,15 +25,23 @@ interface Live extends Kept {
   seq: number;
 }
 
-export class SharedStreams implements StreamMirror {
+export class SharedStreams {
   constructor(
     private readonly records: SessionRecordStore,
     private readonly bus: MessageBus,
     private readonly onError?: (err: unknown, where: string) => void,
   ) {}
 
-  event(stream: string, seq: number, frame: string, final: boolean): void {
-    const kept: Kept = final ? { frame, final } : { frame };
+  /** The mirror of one session's resumable streams. */
+  forSession(session: string): StreamMirror {
+    return {
+      event: (stream, seq, frame, final) => this.event(session, stream, seq, frame, final),
+      delivered: (stream) => this.delivered(stream),
+    };
+  }
+
+  private event(session: string, stream: string, seq: number, frame: string, final: boolean) {
+    const kept: Kept = final ? { session, frame, final } : { session, frame };
     this.records
       .appendEvent(stream, seq, JSON.stringify(kept))
       .catch((err: unknown) => this.onError?.(err, 'stream event append'));
@@ -41,7 +51,7 @@ export class SharedStreams implements StreamMirror {
     this.bus.publish(channels.stream(stream), live);
   }
 
-  delivered(stream: string): void {
+  private delivered(stream: string): void {
     this.records
       .dropStream(stream)
       .catch((err: unknown) => this.onError?.(err, 'stream event drop'));
@@ -49,10 +59,12 @@ export class SharedStreams implements StreamMirror {
 
   /**
    * A `Last-Event-ID` this process holds no stream for: replays the kept events after it and
-   * follows the stream to its answer. The error when nothing is known of the stream.
+   * follows the stream to its answer. The error when nothing is known of the stream, or when it
+   * answers another session (no event of another session is ever written).
    */
   async resume(
     res: ServerResponse,
+    session: string,
     lastEventId: string,
     headers: Record<string, string>,
   ): Promise<WireError | undefined> {
@@ -66,6 +78,11 @@ export class SharedStreams implements StreamMirror {
     const live: { early: Live[] | undefined; last: number } = { early: [], last: after };
     const write = (e: Live): void => {
       if (e.seq <= live.last || res.writableEnded) return;
+      if (e.session !== session) {
+        off();
+        res.end();
+        return;
+      }
       live.last = e.seq;
       res.write(e.frame);
       if (e.final === true) {
@@ -76,7 +93,12 @@ export class SharedStreams implements StreamMirror {
     };
     const off = this.bus.subscribe(channels.stream(stream), (d) => {
       const e = d as Live;
-      if (typeof e?.frame !== 'string' || typeof e.seq !== 'number') return;
+      if (
+        typeof e?.frame !== 'string' ||
+        typeof e.seq !== 'number' ||
+        typeof e.session !== 'string'
+      )
+        return;
       if (live.early !== undefined) live.early.push(e);
       else write(e);
     });
@@ -87,7 +109,11 @@ export class SharedStreams implements StreamMirror {
       off();
       throw err;
     }
-    if (replay === undefined || res.destroyed) {
+    const kept = (replay?.events ?? []).map(({ seq, data }) => ({
+      seq,
+      ...(JSON.parse(data) as Kept),
+    }));
+    if (replay === undefined || res.destroyed || kept.some((e) => e.session !== session)) {
       off();
       return res.destroyed ? undefined : notFound;
     }
@@ -98,7 +124,7 @@ export class SharedStreams implements StreamMirror {
       ...headers,
     });
     res.once('close', off);
-    for (const { seq, data } of replay.events) write({ seq, ...(JSON.parse(data) as Kept) });
+    for (const e of kept) write(e);
     // Events were dropped (bounds): the client learns of the gap by the stream ending early.
     if (!replay.complete && !res.writableEnded) {
       off();

@@ -211,6 +211,35 @@ describe('serve --workers 2: 2025 sessions on both workers', () => {
     assert.equal((await sessionPost(hub.url, token, sessionId, tool('probe.echo'))).status, 200);
   });
 
+  it("another session cannot resume a session's stream, on either worker", async () => {
+    const owner = await initializeSession(hub.url, token);
+    const other = await initializeSession(hub.url, token);
+    const running = await rawRequest(hub.url, {
+      method: 'POST',
+      token,
+      sessionId: owner.sessionId,
+      body: call('tools/call', { name: 'probe.slow', arguments: { wait: 1500 } }),
+    });
+    await running.waitFor(/step-1/);
+    const first = /^id: (\S+)$/m.exec(running.text())![1]!;
+    await running.waitFor(/step-3/);
+    const seen = new Set<string>();
+    for (let i = 0; i < 4; i++) {
+      const r = await rawRequest(hub.url, {
+        method: 'GET',
+        token,
+        sessionId: other.sessionId,
+        headers: { 'Last-Event-ID': first },
+      });
+      const text = await r.done;
+      assert.equal(r.status, 404, text);
+      assert.doesNotMatch(text, /step-/);
+      seen.add(r.instance);
+    }
+    assert.equal(seen.size, 2);
+    await running.waitFor(/slow done/);
+  });
+
   it('a DELETE through one worker ends the session on both, its stream too', async () => {
     const { sessionId } = await initializeSession(hub.url, token);
     const get = await rawRequest(hub.url, { method: 'GET', token, sessionId });
