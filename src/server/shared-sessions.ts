@@ -208,7 +208,16 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
       this.onSessionMessage(id, data as SessionMessage, origin),
     );
     this.setOwner(id, this.opts.bus.instanceId);
+    // An open stream is activity (as in one process): the record must not expire under it.
+    const every = Math.max(1000, Math.floor(this.opts.records.limits.idleTimeoutMs / 3));
+    const keepAlive = setInterval(() => {
+      this.opts.records
+        .touch(id)
+        .catch((err: unknown) => this.opts.onError?.(err, 'session touch'));
+    }, every);
+    keepAlive.unref();
     return () => {
+      clearInterval(keepAlive);
       off();
       this.setOwner(id, null);
     };

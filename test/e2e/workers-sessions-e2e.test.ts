@@ -298,6 +298,8 @@ describe('serve --workers 2: cluster.limits.max_sessions bounds the sessions of 
   let dir: HubDir;
   let hub: MoonhubProcess;
   let token: string;
+  let kept = '';
+  let idle = '';
 
   before(async () => {
     dir = makeHubDir({ probe: PLUGIN });
@@ -305,7 +307,7 @@ describe('serve --workers 2: cluster.limits.max_sessions bounds the sessions of 
       'moonhub.yaml',
       CONFIG.replace(
         'cluster: { workers: 2 }',
-        'cluster: { workers: 2, limits: { max_sessions: 2 } }',
+        'cluster: { workers: 2, limits: { max_sessions: 2, idle_timeout_ms: 5000 } }',
       ),
     );
     hub = await startMoonhub(['--config', cfg, '--data', dir.data]);
@@ -340,6 +342,26 @@ describe('serve --workers 2: cluster.limits.max_sessions bounds the sessions of 
       );
     const del = await rawRequest(hub.url, { method: 'DELETE', token, sessionId: a.sessionId });
     assert.equal(del.status, 200);
-    await initializeSession(hub.url, token);
+    kept = (await initializeSession(hub.url, token)).sessionId;
+    idle = b.sessionId;
+  });
+
+  it('an idle session is forgotten (its place freed); one with an open GET stream is kept', async () => {
+    const get = await rawRequest(hub.url, { method: 'GET', token, sessionId: kept });
+    assert.equal(get.status, 200);
+    try {
+      await new Promise((r) => setTimeout(r, 7000)); // past idle_timeout_ms (5 s)
+      const seen = new Set<string>();
+      for (let i = 0; i < 4; i++) {
+        const r = await sessionPost(hub.url, token, kept, tool('probe.echo'));
+        assert.equal(r.status, 200, r.text);
+        seen.add(r.instance);
+      }
+      assert.equal(seen.size, 2);
+      assert.equal((await sessionPost(hub.url, token, idle, tool('probe.echo'))).status, 404);
+      await initializeSession(hub.url, token); // the idle one's place
+    } finally {
+      get.close();
+    }
   });
 });
