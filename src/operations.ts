@@ -246,7 +246,9 @@ function refusalCounter(metrics: HubMetrics, access: Access, opts: HttpServerOpt
       if (
         length === undefined ||
         Number(length) > maxBody ||
-        (sessions !== undefined && sessions.size >= sessions.maxSessions)
+        // Cluster modes: the shared store's bound may refuse while this process holds few.
+        (sessions !== undefined &&
+          (sessions.shared !== undefined || sessions.size >= sessions.maxSessions))
       )
         res.once('finish', onFinish);
     },

@@ -300,6 +300,7 @@ describe('serve --workers 2: cluster.limits.max_sessions bounds the sessions of 
   let token: string;
   let kept = '';
   let idle = '';
+  let adminToken = '';
 
   before(async () => {
     dir = makeHubDir({ probe: PLUGIN });
@@ -316,6 +317,8 @@ describe('serve --workers 2: cluster.limits.max_sessions bounds the sessions of 
       await new Promise((r) => setTimeout(r, 100));
     }
     token = createSession(['--config', cfg, '--data', dir.data, '--agent', 'worker']).token;
+    const admin = moonhubCli(['session', 'create', '--admin', '--config', cfg, '--data', dir.data]);
+    adminToken = (JSON.parse(admin.stdout) as { token: string }).token;
   });
   after(async () => hub?.stop());
 
@@ -340,6 +343,16 @@ describe('serve --workers 2: cluster.limits.max_sessions bounds the sessions of 
         (await sessionPost(hub.url, token, s.sessionId, tool('probe.echo'))).status,
         200,
       );
+    // Counted as refusals by the sessions limit, by each worker that refused.
+    let counted = 0;
+    for (let i = 0; i < 4; i++) {
+      const m = await fetch(new URL('/metrics', hub.url), {
+        headers: { Authorization: `Bearer ${adminToken}`, Connection: 'close' },
+      });
+      const line = /moonhub_limit_refusals_total\{limit="sessions"\} (\d+)/.exec(await m.text());
+      counted = Math.max(counted, Number(line?.[1] ?? 0));
+    }
+    assert.ok(counted >= 1, 'the refusals were not counted');
     const del = await rawRequest(hub.url, { method: 'DELETE', token, sessionId: a.sessionId });
     assert.equal(del.status, 200);
     kept = (await initializeSession(hub.url, token)).sessionId;
