@@ -4,16 +4,17 @@
  * against one process, `--workers 2`, one instance with `--redis`, and `--workers 2 --redis`
  * (medians of interleaved rounds); then the delay from `mcp.resource_updated` on one instance to
  * the notification on another's `subscriptions/listen` stream (p50/p99 of 100 changes).
- * Needs wrk and redis-server (Debian packages). Not part of `npm run bench`: it needs Redis.
+ * Needs wrk and redis-server (Debian packages). `npm run bench` has these rows too
+ * (`bench/scenarios/cluster.ts`, `--only=cluster-...`); this script adds `--workers 2 --redis`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN, ROOT } from './lib/proc.js';
-import { echoCall, spec, send } from './lib/rpc.js';
+import { echoCall } from './lib/rpc.js';
+import { notifyDelays, TOUCH_PLUGIN } from './scenarios/cluster.js';
 import { median, percentile } from './lib/stats.js';
 import { runWrk } from './lib/wrk.js';
 
@@ -66,53 +67,9 @@ const hub = (plugins: string, extra: string[]) =>
     /serving MCP at (\S+)/,
   );
 
-/** Delay from a touch on `a` to the notification on a listen stream of `b`, ms each. */
-async function notifyDelays(a: string, b: string, n: number): Promise<number[]> {
-  let text = '';
-  let waiting: (() => void) | undefined;
-  const listen = request(b, {
-    method: 'POST',
-    headers: {
-      'Content-Type': 'application/json',
-      Accept: 'application/json, text/event-stream',
-      'MCP-Protocol-Version': '2026-07-28',
-      'Mcp-Method': 'subscriptions/listen',
-    },
-  });
-  listen.on('response', (res) =>
-    res.on('data', (d: Buffer) => {
-      text += d.toString();
-      waiting?.();
-    }),
-  );
-  const s = spec(b, 'modern', 'subscriptions/listen', {
-    notifications: { resourceSubscriptions: ['bench://w'] },
-  });
-  listen.end(`${s.prefix}1${s.suffix}`);
-  while (!text.includes('acknowledged')) await new Promise((r) => setTimeout(r, 10));
-  const touch = spec(a, 'modern', 'tools/call', { name: 'touch', arguments: {} });
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const seen = text.split('resources/updated').length;
-    const t0 = performance.now();
-    const arrived = new Promise<void>((r) => {
-      waiting = () => text.split('resources/updated').length > seen && r();
-    });
-    void send(touch, i + 2);
-    await arrived;
-    out.push(performance.now() - t0);
-  }
-  listen.destroy();
-  return out;
-}
-
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'moonhub-bench-cluster-'));
-  writeFileSync(
-    join(dir, 'touch.lua'),
-    'mcp.tool("touch", {}, function() mcp.resource_updated("bench://w") return "ok" end)\n' +
-      'mcp.resource("bench://w", { name = "w" }, function() return "w" end)\n',
-  );
+  writeFileSync(join(dir, 'touch.lua'), TOUCH_PLUGIN);
   try {
     const port = await freePort();
     await start(

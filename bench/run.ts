@@ -1,5 +1,6 @@
 /**
- * `npm run bench [-- --quick] [-- --profile [--only=bare,proxy]] [-- --rounds=N --seconds=S] [-- --write-baseline]`: measures moonhub against the
+ * `npm run bench [-- --quick] [-- --profile [--only=bare,proxy]] [-- --rounds=N --seconds=S] [-- --write-baseline]`
+ * (`--only=cluster-one,cluster-workers2,cluster-redis,cluster-notify,...`: the scale-out rows): measures moonhub against the
  * bare node:http ceiling and the official SDK in one run, prints the table, writes
  * bench/results/, and (with a recorded baseline) fails when one of our ratios fell more than
  * 25 % below it. See docs/performance.md for the method.
@@ -20,6 +21,7 @@ import {
 import { summarize } from './lib/rows.js';
 import { removeScratchDirs } from './lib/tmp.js';
 import { ensureWrk } from './lib/wrk.js';
+import { CLUSTER_ROWS, measureCluster } from './scenarios/cluster.js';
 import { measureLeaks } from './scenarios/memory.js';
 import { profileEras } from './scenarios/profile.js';
 import { measureReload } from './scenarios/reload.js';
@@ -68,6 +70,11 @@ function positiveInt(flag: string): number {
   const n = Number(flag.slice(flag.indexOf('=') + 1));
   if (!Number.isInteger(n) || n < 1 || n > 1000) throw new Error(`${flag}: expected 1..1000`);
   return n;
+}
+
+function wantsCluster(only: Set<string> | undefined, partial: boolean): boolean {
+  if (only === undefined) return !partial;
+  return [...only].some((id) => CLUSTER_ROWS.has(id) || id === 'cluster-notify');
 }
 
 function log(line: string): void {
@@ -130,7 +137,10 @@ async function main(): Promise<number> {
     if (f.seconds !== undefined) settings.seconds = f.seconds;
     // Only a full run of every scenario replaces latest.json and the chart.
     const partial = f.quick || f.only !== undefined;
-    const mainRows = await measureThroughput(settings, procs);
+    const onlyCluster =
+      f.only !== undefined &&
+      [...f.only].every((id) => CLUSTER_ROWS.has(id) || id === 'cluster-notify');
+    const mainRows = onlyCluster ? [] : await measureThroughput(settings, procs);
     await stopAll();
     let extra: Record<string, unknown> = {};
     let scaleRows: ReturnType<typeof summarize> = [];
@@ -147,8 +157,21 @@ async function main(): Promise<number> {
       scaleRows = summarize([...mainRows.filter((r) => r.id === 'bare'), ...tools.rows]).slice(1);
       extra = { reload, toolScale: { points: tools.points, rows: scaleRows }, sessions, leaks };
     }
+    // The scale-out rows (bench/scenarios/cluster.ts): in a full run, or named by --only.
+    const cluster = wantsCluster(f.only, partial)
+      ? await measureCluster({ ...settings, rows: f.only }, procs)
+      : undefined;
+    await stopAll();
+    const clusterRows = cluster === undefined ? [] : summarize(cluster.rows);
+    if (cluster !== undefined)
+      extra = { ...extra, cluster: { rows: clusterRows, notify: cluster.notify } };
     const rows = summarize(mainRows);
-    process.stdout.write(`\n${consoleTable(rows)}\n\n`);
+    if (rows.length > 0) process.stdout.write(`\n${consoleTable(rows)}\n\n`);
+    if (clusterRows.length > 0) process.stdout.write(`${consoleTable(clusterRows)}\n\n`);
+    if (cluster?.notify !== undefined)
+      process.stdout.write(
+        `resource update, instance A -> listener on B (Redis): p50 ${cluster.notify.p50Ms} ms, p99 ${cluster.notify.p99Ms} ms\n\n`,
+      );
     if (scaleRows.length > 0) process.stdout.write(`${consoleTable(scaleRows)}\n\n`);
     if (!partial) process.stdout.write(`${JSON.stringify(extra, null, 2)}\n`);
 
@@ -167,7 +190,12 @@ async function main(): Promise<number> {
       writeFileSync(join(RESULTS, 'latest.json'), JSON.stringify(result, null, 2) + '\n');
       writeFileSync(
         join(RESULTS, 'latest.md'),
-        markdownTable(rows) + '\n\n' + markdownTable(scaleRows) + '\n',
+        markdownTable(rows) +
+          '\n\n' +
+          markdownTable(scaleRows) +
+          '\n\n' +
+          markdownTable(clusterRows) +
+          '\n',
       );
       writeFileSync(
         join(RESULTS, 'ratios.svg'),

@@ -46,6 +46,8 @@ export interface OperationsOptions {
   audit?: string;
   /** True once a graceful shutdown began (`/readyz` then answers 503). */
   draining?: () => boolean;
+  /** Cluster modes: the dashboard's plugin reload, told to every process (cluster/). */
+  reloadPlugin?: (name: string) => Promise<boolean>;
 }
 
 export interface Operations {
@@ -151,7 +153,14 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
     routes.push(
       dashboardApi({
         registry,
-        plugins: hub.plugins,
+        plugins:
+          o.reloadPlugin === undefined
+            ? hub.plugins
+            : {
+                status: () => hub.plugins.status(),
+                memoryUsage: () => hub.plugins.memoryUsage(),
+                reload: o.reloadPlugin,
+              },
         pluginDirs: settings.dirs,
         upstreams,
         sessions: () => access.sessionList(),

@@ -35,6 +35,10 @@ import { bridgeResourceUpdates } from '../cluster/registry-bridge.js';
 import { Drain } from '../server/drain.js';
 import { drainMsOf } from '../config/shutdown-config.js';
 import { drainMillis, serveDrainedStdio, shutdownOnSignal, stopHttpOnSignal } from './shutdown.js';
+import { bridgePluginReloads } from '../cluster/plugin-reload-bridge.js';
+import { LegacySessionStore } from '../server/legacy-sessions.js';
+import { SharedSessionLayer } from '../server/shared-sessions.js';
+import { SharedStreams } from '../server/shared-streams.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -114,7 +118,35 @@ async function openServeCluster(
     redis: s.cluster.redis,
     prefix: s.cluster.prefix,
     worker: workerSlot() !== undefined,
+    limits: s.cluster.limits.records,
+    answers: s.cluster.limits.answers,
     onError: (err, where) => logger.warn({ err, where }, 'cluster bus or store failure'),
+  });
+}
+
+/** Cluster modes: 2025 sessions any process serves, kept in the cluster's shared records. */
+function sharedSessions(
+  cluster: Cluster,
+  logger: ReturnType<typeof createLogger>,
+  http: HttpServerOptions,
+) {
+  const records = cluster.records();
+  // The session-side limits (limits.sessions.*) hold per process; cluster.limits bounds the store.
+  const local = new LegacySessionStore({
+    idleTimeoutMs: records.limits.idleTimeoutMs,
+    maxSessions: records.limits.maxSessions,
+    ...(http.limits === undefined ? {} : { limits: http.limits }),
+    ...(http.refused === undefined ? {} : { refused: http.refused }),
+  });
+  const onError = (err: unknown, where: string) =>
+    logger.warn({ err, where }, 'cluster session store failure');
+  return new SharedSessionLayer(local, {
+    records,
+    streams: new SharedStreams(records, cluster.bus, onError),
+    bus: cluster.bus,
+    answers: cluster.answers,
+    onError,
+    ...(http.refused === undefined ? {} : { refused: http.refused }),
   });
 }
 
@@ -205,6 +237,12 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
   let ops: Awaited<ReturnType<typeof startOperations>>;
   try {
     cluster = flags.stdio ? undefined : await openServeCluster(s, logger);
+    const reloads =
+      cluster === undefined
+        ? undefined
+        : bridgePluginReloads(hub.plugins, cluster.bus, (err, plugin) =>
+            logger.warn({ err, plugin }, 'a reload asked by another instance failed'),
+          );
     ops = await startOperations({
       hub,
       access,
@@ -213,6 +251,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
       originPolicy: { allowedHosts },
       audit: flags.audit,
       draining: () => drain.active,
+      reloadPlugin: reloads?.reload,
     });
   } catch (err) {
     await Promise.allSettled([access.close(), hub.stop()]);
@@ -282,6 +321,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     limits: s.serverLimits,
     ...access.httpOptions(),
   });
+  if (cluster !== undefined) httpOpts.sessions = sharedSessions(cluster, logger, httpOpts);
   const http = await startHttpServer(hub.registry, {
     ...httpOpts,
     dispatcher: drain.wrap(httpOpts.dispatcher ?? createMcpDispatcher(hub.registry, httpOpts)),

@@ -21,7 +21,7 @@ import { EmbeddedRecords } from './embedded-records.js';
 import { RedisRecords } from './redis-records.js';
 import { EmbeddedCounters, LocalCounters, type SharedCounters } from './counters.js';
 import { RedisCounters } from './redis-counters.js';
-import { AnswerRouter } from './answers.js';
+import { AnswerRouter, type AnswerRouterOptions } from './answers.js';
 import type { RecordLimits, SessionRecordStore } from './session-records.js';
 
 export type ClusterMode = 'single' | 'workers' | 'redis';
@@ -37,6 +37,8 @@ export interface ClusterOptions {
   /** This process is one of `serve --workers N` (the IPC bus to the others). */
   worker?: boolean;
   limits?: Partial<RecordLimits>;
+  /** Bounds of requests waiting for a client's answer (`cluster.limits`). */
+  answers?: AnswerRouterOptions;
   onError?: (err: unknown, where: string) => void;
 }
 
@@ -85,7 +87,7 @@ export async function openCluster(opts: ClusterOptions): Promise<Cluster> {
   let db: Database.Database | undefined;
   let records: SessionRecordStore | undefined;
   let counters: SharedCounters | undefined;
-  const answers = new AnswerRouter(bus);
+  const answers = new AnswerRouter(bus, opts.answers);
   return {
     mode,
     instanceId,

@@ -17,6 +17,8 @@ export interface TopicPayloads {
   resource_updated: { uri: string };
   /** A moonhub session was revoked (its token is refused everywhere; caches drop it). */
   revoked: { session_uuid: string };
+  /** An operator reloaded a plugin on some instance (the dashboard): every instance does. */
+  plugin_reload: { plugin: string };
 }
 
 export type TopicName = keyof TopicPayloads;
@@ -25,6 +27,8 @@ export type TopicName = keyof TopicPayloads;
 export const channels = {
   /** Messages for the stream of a 2025 session, whichever instance holds it. */
   session: (sessionId: string) => `session.${sessionId}`,
+  /** The events of a resumable 2025 POST stream, for a client resuming it elsewhere. */
+  stream: (streamId: string) => `stream.${streamId}`,
   /** A client's answer to a request an instance sent it, routed back to that instance. */
   answers: (instanceId: string) => `answers.${instanceId}`,
 } as const;
@@ -63,6 +67,8 @@ function isPayload<T extends TopicName>(topic: T, d: unknown): d is TopicPayload
       return typeof o.uri === 'string';
     case 'revoked':
       return typeof o.session_uuid === 'string';
+    case 'plugin_reload':
+      return typeof o.plugin === 'string' && o.plugin.length <= 256;
     default:
       return false;
   }

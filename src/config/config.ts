@@ -3,6 +3,7 @@
  * schema in schemas/config.schema.json; an error names the key at fault. Paths in the file
  * (plugins directories, agent manifests) are relative to the file.
  */
+import type { ClusterLimitsConfig } from './cluster-config.js';
 import { dirname, resolve } from 'node:path';
 import type { ExecuteConfig } from './execute-config.js';
 import type { FlowLimitsConfig } from './flow-config.js';
@@ -96,6 +97,8 @@ export interface ClusterConfig {
   prefix?: string;
   /** Worker processes on one port (--workers; default 1). */
   workers?: number;
+  /** Bounds of the shared 2025 session records, event logs and client answers. */
+  limits?: ClusterLimitsConfig;
 }
 
 export function loadConfig(file: string): HubConfig {

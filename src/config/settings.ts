@@ -8,6 +8,7 @@ import { executeOptionsOf, type ExecuteSettings } from './execute-config.js';
 import { flowSettingsOf, type FlowSettings } from './flow-config.js';
 import { pluginLimitsOf, type PluginLimitSettings } from './plugin-limits-config.js';
 import { serverLimitsOf, type ServerLimitSettings } from './limits-config.js';
+import { clusterLimitsOf, type ClusterLimitSettings } from './cluster-config.js';
 
 export interface SettingsFlags {
   plugins?: string[];
@@ -46,7 +47,13 @@ export interface Settings {
   /** Where plugins run (`plugins.isolation`) and their hard stop's grace (`plugins.hard_stop_grace_ms`). */
   isolation: { mode?: 'worker' | 'none'; graceMs?: number };
   /** Scale-out (docs/scale-out.md): Redis URL, key prefix, worker processes (1: none). */
-  cluster: { redis: string | undefined; prefix: string | undefined; workers: number };
+  cluster: {
+    redis: string | undefined;
+    prefix: string | undefined;
+    workers: number;
+    /** `cluster.limits`: bounds of the shared session records (cluster-config.ts). */
+    limits: ClusterLimitSettings;
+  };
   /** Stream buffers, notice size and rate, rate limits (`limits.streams/notices/rate`). */
   flow: FlowSettings;
 }
@@ -94,6 +101,7 @@ export function resolveSettings(flags: SettingsFlags): Settings {
       redis: flags.redis ?? config.cluster?.redis,
       prefix: config.cluster?.prefix,
       workers: flags.workers ?? config.cluster?.workers ?? 1,
+      limits: clusterLimitsOf(config.cluster?.limits),
     },
     flow: flowSettingsOf(config.limits),
   };

@@ -13,7 +13,7 @@ import type { FlowLimits } from './flow-limits.js';
 import { isPlainObject, serializeNotification } from './jsonrpc.js';
 import { NoticeGate, cutText } from './notice-gate.js';
 import { LOG_LEVEL_META_KEY } from './protocol.js';
-import type { RequestScope, SessionState } from './session.js';
+import type { PeerRouter, RequestScope, SessionState } from './session.js';
 
 const LEVEL_RANK: Readonly<Record<string, number>> = {
   debug: 0,
@@ -161,6 +161,8 @@ export class RequestPeer implements CallPeer {
     if (session === undefined || channel === undefined) {
       return Promise.reject(localError('peer_no_session'));
     }
+    if (session.peerRouter !== undefined && session.id !== undefined)
+      return routedRequest(session.peerRouter, session.id, channel, method, params);
     const id = `moonhub-${nextOutgoingId++}`;
     channel.askedClient = true;
     const json =
@@ -199,12 +201,54 @@ export class RequestPeer implements CallPeer {
   }
 }
 
+/**
+ * Cluster modes: the request's id names this process, so the client's answer, wherever it lands,
+ * comes back here through the router; it waits no longer than the call (the channel's signal).
+ */
+function routedRequest(
+  router: PeerRouter,
+  sessionId: string,
+  channel: RequestChannel,
+  method: string,
+  params: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  let opened: ReturnType<PeerRouter['open']>;
+  try {
+    opened = router.open(sessionId, channel.signal);
+  } catch {
+    return Promise.reject(localError('peer_unanswered'));
+  }
+  channel.askedClient = true;
+  const json = JSON.stringify({ jsonrpc: '2.0', id: opened.id, method, params });
+  if (!channel.send(json)) {
+    opened.answer.catch(() => undefined);
+    return Promise.reject(localError('peer_no_stream'));
+  }
+  return opened.answer.then(
+    ({ message }) => {
+      const error = message.error;
+      if (isPlainObject(error))
+        throw localError('peer_client_error', {
+          message: typeof error.message === 'string' ? error.message : 'unknown error',
+        });
+      return isPlainObject(message.result) ? message.result : {};
+    },
+    () => {
+      throw localError('peer_unanswered');
+    },
+  );
+}
+
 /** Routes a client's JSON-RPC response to the server request it answers; false if none waits. */
 export function settleOutgoing(session: SessionState, msg: Record<string, unknown>): boolean {
   const id = msg.id;
   if (typeof id !== 'string' && typeof id !== 'number') return false;
   const pending = session.outgoing?.get(id);
-  if (pending === undefined) return false;
+  if (pending === undefined) {
+    // Cluster modes: the request may wait in another process; the router forwards the answer.
+    if (session.peerRouter === undefined || session.id === undefined) return false;
+    return session.peerRouter.deliver(id, session.id, msg) !== 'unknown';
+  }
   session.outgoing!.delete(id);
   const error = msg.error;
   if (isPlainObject(error)) {

@@ -222,6 +222,9 @@ class HttpTransport implements McpHttpHandler, SessionSource {
   }
 
   private async post(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+    // Cluster modes: the session may have been opened (or changed) by another process.
+    const sid = this.sessions.shared === undefined ? undefined : headerOf(req, 'mcp-session-id');
+    if (sid !== undefined && sid !== '') await this.sessions.shared!.load(sid);
     const decision = this.inbound.decide(body, new HttpFacts(req), this);
     // Draining: answers to server requests and notifications still get through (calls in
     // flight may wait on them); new work is refused.
@@ -248,6 +251,7 @@ class HttpTransport implements McpHttpHandler, SessionSource {
         );
         if (out === undefined) return accepted(res);
         const joined = await out;
+        await this.commit(session);
         if (!res.destroyed) respond(req, res, joined, { 'Mcp-Session-Id': session.id });
         return;
       }
@@ -263,6 +267,10 @@ class HttpTransport implements McpHttpHandler, SessionSource {
     const session = scope.session as LegacySession | undefined;
     const channel = new PostResponseChannel(res, req, session, this.dispatcher.flow);
     const out = await this.inbound.dispatch({ msg, scope }, channel);
+    if (session !== undefined && this.sessions.shared !== undefined) {
+      const refused = await this.commit(session);
+      if (refused !== undefined && !channel.streaming) return sendError(res, refused, msg.id);
+    }
     if (channel.streaming) return channel.finish(out);
     if (res.destroyed) return;
     // 2026-07-28 over HTTP: some error codes carry their own status (404, 400).
@@ -271,6 +279,19 @@ class HttpTransport implements McpHttpHandler, SessionSource {
       if (status !== 200) return sendJson(res, status, out);
     }
     respond(req, res, out, session === undefined ? undefined : { 'Mcp-Session-Id': session.id });
+  }
+
+  /** Cluster modes: writes what a request changed in its session to the shared records. */
+  private async commit(session: LegacySession): Promise<WireError | undefined> {
+    const shared = this.sessions.shared;
+    if (shared === undefined) return undefined;
+    try {
+      return await shared.commit(session);
+    } catch (err) {
+      // The store unreachable: this process goes on serving the session it holds.
+      this.opts.onError?.(err);
+      return undefined;
+    }
   }
 
   private listen(
@@ -333,11 +354,32 @@ class HttpTransport implements McpHttpHandler, SessionSource {
       return sendError(res, wireError('get_without_session'), null, { Allow: 'POST' });
     if (!(req.headers.accept ?? '').includes('text/event-stream'))
       return sendError(res, wireError('not_acceptable'));
+    const shared = this.sessions.shared;
+    if (shared === undefined) return this.openGet(req, res);
+    shared.load(sid).then(
+      () => this.openGet(req, res),
+      (err: unknown) => this.internalFailure(res, err),
+    );
+  }
+
+  private openGet(req: IncomingMessage, res: ServerResponse): void {
     const session = this.sessionOf(req, res);
     if (session === undefined) return;
     const lastEventId = headerOf(req, 'last-event-id');
     if (lastEventId !== undefined) {
       const found = session.resumable?.find(lastEventId);
+      if (found === undefined && this.sessions.shared !== undefined) {
+        // Cluster modes: the stream may be another process's; its events are in the shared log.
+        this.sessions.shared
+          .resume(res, session.id, lastEventId, { 'Mcp-Session-Id': session.id })
+          .then(
+            (refused) => {
+              if (refused !== undefined) sendError(res, refused);
+            },
+            (err: unknown) => this.internalFailure(res, err),
+          );
+        return;
+      }
       if (found === undefined)
         return sendError(res, wireError('resume_not_found', { event: lastEventId }));
       found.stream.resume(res, found.seq, { 'Mcp-Session-Id': session.id });
@@ -346,11 +388,13 @@ class HttpTransport implements McpHttpHandler, SessionSource {
     if (session.stream !== undefined && !session.stream.closed)
       return sendError(res, wireError('stream_conflict'));
     let removeSink: (() => void) | undefined = undefined;
+    let leave: (() => void) | undefined = undefined;
     const stream = new SseStream(
       res,
       { 'Mcp-Session-Id': session.id },
       () => {
         removeSink?.();
+        leave?.();
         // Not client activity: the idle clock runs from the client's last message.
         if (session.stream === stream) session.stream = undefined;
       },
@@ -363,9 +407,21 @@ class HttpTransport implements McpHttpHandler, SessionSource {
       sessionId: session.id,
       deliver: (kind) => stream.send(LEGACY_NOTES[kind]),
     });
+    leave = this.sessions.shared?.openStream(session);
   }
 
   private handleDelete(req: IncomingMessage, res: ServerResponse): void {
+    const shared = this.sessions.shared;
+    const sid = headerOf(req, 'mcp-session-id');
+    if (shared === undefined || sid === undefined || sid === '')
+      return this.deleteSession(req, res);
+    shared.load(sid).then(
+      () => this.deleteSession(req, res),
+      (err: unknown) => this.internalFailure(res, err),
+    );
+  }
+
+  private deleteSession(req: IncomingMessage, res: ServerResponse): void {
     const session = this.sessionOf(req, res);
     if (session === undefined) return;
     this.sessions.delete(session.id);

@@ -64,7 +64,7 @@ export class PostResponseChannel extends RequestChannel {
     this.streaming = true;
     // Priming events (empty data) confuse clients of older revisions, so only 2025-11-25 on.
     if (session !== undefined && session.protocolVersion >= RESUMABLE_VERSION) {
-      const stream = (session.resumable ??= new ResumableStreams()).open(
+      const stream = (session.resumable ??= new ResumableStreams(session.streamMirror)).open(
         res,
         this.flow.streamBufferBytes,
       );

@@ -15,6 +15,17 @@ const MAX_PARKED = 64;
 /** Events kept per stream for a replay; a chattier call keeps only its latest ones. */
 const MAX_EVENTS = 1000;
 
+/**
+ * Cluster modes: where a stream's events are also kept, so another process can resume it
+ * (`shared-streams.ts`). Absent for a single process.
+ */
+export interface StreamMirror {
+  /** One event (`final`: the request's answer); seq 0 with an empty frame is the priming one. */
+  event(stream: string, seq: number, frame: string, final: boolean): void;
+  /** The answer reached a client: the kept events may go. */
+  delivered(stream: string): void;
+}
+
 export class ResumableStream {
   private seq = 0;
   private readonly events: { seq: number; frame: string }[] = [];
@@ -51,10 +62,11 @@ export class ResumableStream {
   /** The priming event: an id to resume from, and when to reconnect. */
   prime(retryMs: number): void {
     this.res?.write(`id: ${this.id}_0\nretry: ${retryMs}\ndata: \n\n`);
+    this.owner.mirror?.event(this.id, 0, '', false);
   }
 
   /** Sends one message (kept until the answer is delivered). */
-  send(json: string): void {
+  send(json: string, final = false): void {
     const seq = ++this.seq;
     const frame = `id: ${this.id}_${seq}\nevent: message\ndata: ${json}\n\n`;
     this.events.push({ seq, frame });
@@ -64,12 +76,13 @@ export class ResumableStream {
       (this.events.length > MAX_EVENTS || this.keptChars > this.maxKeptBytes)
     )
       this.keptChars -= this.events.shift()!.frame.length;
+    this.owner.mirror?.event(this.id, seq, frame, final);
     this.res?.write(frame);
   }
 
   /** Sends the answer; the stream ends when a client is connected to read it. */
   finish(json: string): void {
-    this.send(json);
+    this.send(json, true);
     this.answered = true;
     if (this.res !== undefined) this.complete();
   }
@@ -106,6 +119,7 @@ export class ResumableStream {
 
   private complete(): void {
     this.done = true;
+    this.owner.mirror?.delivered(this.id);
     this.res?.end();
     this.res = undefined;
     this.owner.forget(this);
@@ -115,6 +129,8 @@ export class ResumableStream {
 /** One session's streams that may still be resumed. */
 export class ResumableStreams {
   private readonly parked = new Map<string, ResumableStream>();
+
+  constructor(readonly mirror?: StreamMirror) {}
 
   open(res: ServerResponse, maxKeptBytes: number): ResumableStream {
     return new ResumableStream(randomBytes(8).toString('hex'), res, this, maxKeptBytes);

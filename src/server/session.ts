@@ -5,12 +5,12 @@
  * subscription caps, stream back-pressure, drain) and other stores (Redis for several hub
  * instances) can sit behind it; `legacy-sessions.ts` is today's in-process implementation.
  */
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { WireError } from '../errors.js';
 import type { JsonRpcId } from './jsonrpc.js';
-import type { ResumableStreams } from './resumable.js';
+import type { ResumableStreams, StreamMirror } from './resumable.js';
 import type { SseStream } from './sse.js';
 import type { Abortable } from './abort.js';
-import type { WireError } from '../errors.js';
 import { LATEST_LEGACY_VERSION } from './protocol.js';
 
 /** A 2025-era request the server sent the client and the client has not answered yet. */
@@ -36,6 +36,24 @@ export interface SessionState {
   outgoing?: Map<JsonRpcId, OutgoingRequest>;
   /** Resource URIs the client subscribed to, made at the first subscription. */
   subscriptions?: Set<string>;
+  /**
+   * Cluster modes: where server-to-client request ids come from and where a client's answer
+   * goes when the request waits in another process (`cluster/answers.ts`). Absent: in-process.
+   */
+  peerRouter?: PeerRouter;
+}
+
+/** A client's answer to a server request, whichever process it landed on. */
+export interface PeerRouter {
+  open(
+    session: string,
+    signal?: AbortSignal,
+  ): { id: string; answer: Promise<{ message: { result?: unknown; error?: unknown } }> };
+  deliver(
+    id: unknown,
+    session: string,
+    message: { result?: unknown; error?: unknown },
+  ): 'settled' | 'forwarded' | 'unknown';
 }
 
 export function newSessionState(
@@ -62,6 +80,8 @@ export interface SessionRecord extends SessionState {
   stream: SseStream | undefined;
   /** POST streams a client may resume with Last-Event-ID (2025-11-25), made at the first. */
   resumable?: ResumableStreams;
+  /** Cluster modes: the streams' events are kept for resumption on another process too. */
+  streamMirror?: StreamMirror;
 }
 
 /** The transports the inbound layer serves. */
@@ -104,6 +124,28 @@ export interface SessionLayer {
   /** The message bus: server-to-client messages addressed to sessions, not to streams. */
   readonly bus: SessionBus;
   closeAll(): void;
+  /** Cluster modes only: sessions kept in a store every process shares. Absent: in-process. */
+  readonly shared?: SharedSessions;
+}
+
+/**
+ * The hooks the HTTP transport calls when 2025 sessions live in a store shared by processes
+ * (`shared-sessions.ts`). Asynchronous, so they run around the synchronous inbound decision.
+ */
+export interface SharedSessions {
+  /** Before a request naming this session: the local copy made or refreshed from the store. */
+  load(id: string): Promise<void>;
+  /** After a request: what it changed is written; the error when the session cannot be kept. */
+  commit(session: SessionRecord): Promise<WireError | undefined>;
+  /** A GET stream opened here: messages for the session reach it from any process. */
+  openStream(session: SessionRecord): () => void;
+  /** A `Last-Event-ID` of a stream another process wrote: replayed from the shared log. */
+  resume(
+    res: ServerResponse,
+    session: string,
+    lastEventId: string,
+    headers: Record<string, string>,
+  ): Promise<WireError | undefined>;
 }
 
 /** Server-to-client messages for sessions (resource updates; later, cross-instance delivery). */

@@ -26,13 +26,45 @@ describe('cluster config', () => {
       'cluster: { redis: "redis://r:6379/2", prefix: team, workers: 3 }\n',
     );
     const s = resolveSettings({ config: cfg });
-    assert.deepEqual(s.cluster, { redis: 'redis://r:6379/2', prefix: 'team', workers: 3 });
+    const none = { records: {}, answers: {} };
+    assert.deepEqual(s.cluster, {
+      redis: 'redis://r:6379/2',
+      prefix: 'team',
+      workers: 3,
+      limits: none,
+    });
     const f = resolveSettings({ config: cfg, redis: 'rediss://other:6380', workers: 2 });
-    assert.deepEqual(f.cluster, { redis: 'rediss://other:6380', prefix: 'team', workers: 2 });
+    assert.deepEqual(f.cluster, {
+      redis: 'rediss://other:6380',
+      prefix: 'team',
+      workers: 2,
+      limits: none,
+    });
     assert.deepEqual(resolveSettings({}).cluster, {
       redis: undefined,
       prefix: undefined,
       workers: 1,
+      limits: none,
+    });
+  });
+
+  it("reads cluster.limits into the stores' bounds", () => {
+    const cfg = file(
+      'l.yaml',
+      'cluster: { limits: { max_sessions: 5, idle_timeout_ms: 60000, max_subscriptions: 7,' +
+        ' max_events_per_stream: 9, max_event_bytes: 4096, event_ttl_ms: 5000,' +
+        ' answer_timeout_ms: 2000, max_waiting_answers: 3 } }\n',
+    );
+    assert.deepEqual(resolveSettings({ config: cfg }).cluster.limits, {
+      records: {
+        maxSessions: 5,
+        idleTimeoutMs: 60000,
+        maxSubscriptions: 7,
+        maxEventsPerStream: 9,
+        maxEventBytes: 4096,
+        eventTtlMs: 5000,
+      },
+      answers: { timeoutMs: 2000, maxPending: 3 },
     });
   });
 
@@ -43,6 +75,9 @@ describe('cluster config', () => {
       ['cluster: { workers: 65 }', /cluster\/workers|cluster\.workers/],
       ['cluster: { prefix: "a b" }', /cluster\/prefix|cluster\.prefix/],
       ['cluster: { sentinel: true }', /sentinel/],
+      ['cluster: { limits: { max_sessions: 0 } }', /max_sessions/],
+      ['cluster: { limits: { idle_timeout_ms: 5 } }', /idle_timeout_ms/],
+      ['cluster: { limits: { max_session: 5 } }', /max_session/],
     ] as const)
       assert.throws(() => loadConfig(file('bad.yaml', text)), key, text);
   });

@@ -89,6 +89,11 @@ describe('serve --workers 2', () => {
     dir = makeHubDir({ probe: PLUGIN });
     cfg = dir.write('moonhub.yaml', CONFIG);
     hub = await startMoonhub(['--config', cfg, '--data', dir.data]);
+    // The primary announces the port at the first worker's; wait for both workers' lines.
+    for (let i = 0; (hub.log().match(/worker \d+ \(pid \d+, instance/g) ?? []).length < 2; i++) {
+      assert.ok(i < 300, `two workers not ready:\n${hub.log()}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
   });
   after(async () => hub?.stop());
 

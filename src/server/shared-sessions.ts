@@ -1,0 +1,314 @@
+/**
+ * 2025 sessions served by every process of a cluster (`--workers N`, `cluster.redis`): the
+ * in-process `LegacySessionStore` stays the place of a process's live sessions (its streams,
+ * calls in flight), and this layer keeps them in step with the shared record store
+ * (`cluster/session-records.ts`). A request naming a session another process opened adopts a
+ * local copy from its record; what a request changes (initialize, log level, subscriptions) is
+ * written back before it is answered; the process holding the session's GET stream hears the
+ * session's bus channel (a DELETE elsewhere, a subscription made elsewhere). Used only in cluster
+ * modes: a single process keeps the plain store and pays nothing for this.
+ */
+import type { ServerResponse } from 'node:http';
+import { localError, wireError, WireError } from '../errors.js';
+import type { MessageBus } from '../cluster/bus.js';
+import type { ProtocolSessionRecord, SessionRecordStore } from '../cluster/session-records.js';
+import { channels } from '../cluster/topics.js';
+import type { LegacySessionStore } from './legacy-sessions.js';
+import type { SharedStreams } from './shared-streams.js';
+import {
+  newSessionState,
+  type PeerRouter,
+  type SessionBus,
+  type SessionLayer,
+  type SessionRecord,
+  type SharedSessions,
+} from './session.js';
+
+export interface SharedSessionOptions {
+  records: SessionRecordStore;
+  /** Resumable streams' events, kept for a resumption on another process. */
+  streams: SharedStreams;
+  bus: MessageBus;
+  answers: PeerRouter;
+  onError?: (err: unknown, where: string) => void;
+  /** Counts a refusal by limit (the shared store's session bound is `sessions`). */
+  refused?: (limit: string) => void;
+}
+
+/** What was last written to (or read from) the record, to write only what a request changed. */
+interface Written {
+  protocolVersion: string;
+  logLevel: string | undefined;
+  clientCapabilities: Record<string, unknown> | undefined;
+  subscriptions: ReadonlySet<string>;
+}
+
+/** What the session channel carries besides nothing: an end, or a hint to re-read the record. */
+type SessionMessage = { close: true } | { refresh: true } | { json: string };
+
+export class SharedSessionLayer implements SessionLayer, SharedSessions {
+  /** Local copies of sessions other processes opened (caches of their records). */
+  private readonly adopted = new Map<string, SessionRecord>();
+  private readonly written = new WeakMap<SessionRecord, Written>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(
+    private readonly local: LegacySessionStore,
+    private readonly opts: SharedSessionOptions,
+  ) {
+    const every = Math.max(50, Math.min(60_000, Math.floor(local.idleTimeoutMs / 2)));
+    this.sweeper = setInterval(() => this.sweepAdopted(Date.now()), every);
+    this.sweeper.unref();
+  }
+
+  get shared(): SharedSessions {
+    return this;
+  }
+
+  get size(): number {
+    return this.local.size + this.adopted.size;
+  }
+
+  get maxSessions(): number {
+    return this.local.maxSessions;
+  }
+
+  readonly bus: SessionBus = {
+    send: (session, json) => {
+      if (this.local.bus.send(session, json)) return true;
+      // The stream may be held by another process: it hears the session's channel.
+      this.opts.bus.publish(channels.session(session.id), { json });
+      return true;
+    },
+    resourceUpdated: (uri, json) => {
+      // Every process replays the update (registry bridge); each tells the streams it holds.
+      this.local.bus.resourceUpdated(uri, json);
+      let note: string | undefined;
+      for (const s of this.adopted.values())
+        if (s.subscriptions?.has(uri) && s.stream !== undefined) s.stream.send((note ??= json()));
+    },
+  };
+
+  create(principal: string | undefined): SessionRecord | WireError | undefined {
+    const s = this.local.create(principal);
+    if (s !== undefined && !(s instanceof WireError)) {
+      s.peerRouter = this.opts.answers;
+      s.streamMirror = this.opts.streams.forSession(s.id);
+    }
+    return s;
+  }
+
+  touch(id: string): SessionRecord | undefined {
+    const s = this.adopted.get(id);
+    if (s === undefined) return this.local.touch(id);
+    s.lastSeen = Date.now();
+    return s;
+  }
+
+  *values(): IterableIterator<SessionRecord> {
+    yield* this.local.values();
+    yield* this.adopted.values();
+  }
+
+  delete(id: string): boolean {
+    const here = this.forget(id);
+    this.drop(id);
+    return here;
+  }
+
+  deleteWhere(pred: (s: SessionRecord) => boolean): number {
+    const ids = [...this.values()].filter(pred).map((s) => s.id);
+    for (const id of ids) this.delete(id);
+    return ids.length;
+  }
+
+  closeAll(): void {
+    clearInterval(this.sweeper);
+    this.local.closeAll();
+    for (const s of this.adopted.values()) end(s);
+    this.adopted.clear();
+  }
+
+  // ---- SharedSessions ----------------------------------------------------------------------
+
+  async load(id: string): Promise<void> {
+    let rec: ProtocolSessionRecord | undefined;
+    try {
+      rec = await this.opts.records.get(id);
+    } catch (err) {
+      // The store unreachable: serve from what this process knows.
+      this.opts.onError?.(err, 'session record read');
+      return;
+    }
+    const here = this.adopted.get(id) ?? this.local.touch(id);
+    if (rec === undefined) {
+      // Ended or expired elsewhere; a session still being initialized here has no record yet.
+      if (here !== undefined && this.written.has(here)) this.forget(id);
+      return;
+    }
+    const s = here ?? this.adopt(id);
+    s.protocolVersion = rec.protocolVersion;
+    s.principal = rec.principal;
+    s.logLevel = rec.logLevel;
+    s.clientCapabilities = rec.clientCapabilities;
+    s.subscriptions = new Set(rec.subscriptions);
+    this.written.set(s, snapshot(s));
+    this.opts.records.touch(id).catch((err: unknown) => this.opts.onError?.(err, 'session touch'));
+  }
+
+  async commit(s: SessionRecord): Promise<WireError | undefined> {
+    const before = this.written.get(s);
+    const records = this.opts.records;
+    if (before === undefined) {
+      // The initialize of a session made here: its record, so every process can serve it.
+      const now = Date.now();
+      const ok = await records.create({
+        id: s.id,
+        protocolVersion: s.protocolVersion,
+        ...(s.principal === undefined ? {} : { principal: s.principal }),
+        ...(s.logLevel === undefined ? {} : { logLevel: s.logLevel }),
+        ...(s.clientCapabilities === undefined ? {} : { clientCapabilities: s.clientCapabilities }),
+        subscriptions: [...(s.subscriptions ?? [])],
+        createdAt: now,
+        lastSeen: now,
+      });
+      if (!ok) {
+        this.local.delete(s.id);
+        this.opts.refused?.('sessions');
+        return wireError('too_many_sessions');
+      }
+      this.written.set(s, snapshot(s));
+      return undefined;
+    }
+    const patch: Parameters<SessionRecordStore['update']>[1] = {};
+    if (s.protocolVersion !== before.protocolVersion) patch.protocolVersion = s.protocolVersion;
+    if (s.logLevel !== before.logLevel) patch.logLevel = s.logLevel ?? null;
+    if (s.clientCapabilities !== before.clientCapabilities && s.clientCapabilities !== undefined)
+      patch.clientCapabilities = s.clientCapabilities;
+    if (Object.keys(patch).length > 0) await records.update(s.id, patch);
+    const now = s.subscriptions ?? new Set<string>();
+    let changed = false;
+    for (const uri of now) {
+      if (before.subscriptions.has(uri)) continue;
+      changed = true;
+      // Past the store's bound the subscription is not kept anywhere, here included.
+      if ((await records.subscribe(s.id, uri)) !== 'ok') now.delete(uri);
+    }
+    for (const uri of before.subscriptions) {
+      if (now.has(uri)) continue;
+      changed = true;
+      await records.unsubscribe(s.id, uri);
+    }
+    this.written.set(s, snapshot(s));
+    // The process holding the stream re-reads the subscriptions it tells updates about.
+    if (changed) this.opts.bus.publish(channels.session(s.id), { refresh: true });
+    return undefined;
+  }
+
+  openStream(s: SessionRecord): () => void {
+    const id = s.id;
+    const off = this.opts.bus.subscribe(channels.session(id), (data, origin) =>
+      this.onSessionMessage(id, data as SessionMessage, origin),
+    );
+    this.setOwner(id, this.opts.bus.instanceId);
+    // An open stream is activity (as in one process): the record must not expire under it.
+    const every = Math.max(1000, Math.floor(this.opts.records.limits.idleTimeoutMs / 3));
+    const keepAlive = setInterval(() => {
+      this.opts.records
+        .touch(id)
+        .catch((err: unknown) => this.opts.onError?.(err, 'session touch'));
+    }, every);
+    keepAlive.unref();
+    return () => {
+      clearInterval(keepAlive);
+      off();
+      this.setOwner(id, null);
+    };
+  }
+
+  resume(
+    res: ServerResponse,
+    session: string,
+    lastEventId: string,
+    headers: Record<string, string>,
+  ): Promise<WireError | undefined> {
+    return this.opts.streams.resume(res, session, lastEventId, headers);
+  }
+
+  // ---- internals ---------------------------------------------------------------------------
+
+  private adopt(id: string): SessionRecord {
+    const s = newSessionState(id) as SessionRecord;
+    s.initialized = true; // a record exists only for an initialized session
+    s.lastSeen = Date.now();
+    s.stream = undefined;
+    s.peerRouter = this.opts.answers;
+    s.streamMirror = this.opts.streams.forSession(id);
+    this.adopted.set(id, s);
+    return s;
+  }
+
+  private onSessionMessage(id: string, m: SessionMessage, origin: string): void {
+    if (typeof m !== 'object' || m === null) return;
+    if ('close' in m) {
+      if (origin !== this.opts.bus.instanceId) this.forget(id);
+    } else if ('refresh' in m) {
+      if (origin !== this.opts.bus.instanceId) void this.load(id);
+    } else if (typeof m.json === 'string') {
+      const s = this.adopted.get(id) ?? this.local.touch(id);
+      if (s?.stream !== undefined && !s.stream.closed) s.stream.send(m.json);
+    }
+  }
+
+  /** Ends this process's copy (its stream, its calls); true when it had one. */
+  private forget(id: string): boolean {
+    const s = this.adopted.get(id);
+    if (s === undefined) return this.local.delete(id);
+    this.adopted.delete(id);
+    end(s);
+    return true;
+  }
+
+  /** Ends the session everywhere: its record, and every process's copy. */
+  private drop(id: string): void {
+    this.opts.bus.publish(channels.session(id), { close: true });
+    this.opts.records
+      .delete(id)
+      .catch((err: unknown) => this.opts.onError?.(err, 'session record delete'));
+  }
+
+  private setOwner(id: string, owner: string | null): void {
+    this.opts.records
+      .update(id, { streamOwner: owner })
+      .catch((err: unknown) => this.opts.onError?.(err, 'session stream owner'));
+  }
+
+  /** Copies of other processes' sessions are caches: idle ones without a stream go. */
+  private sweepAdopted(now: number): void {
+    for (const [id, s] of this.adopted) {
+      if (s.stream && !s.stream.closed) continue;
+      if (now - s.lastSeen > this.local.idleTimeoutMs) {
+        this.adopted.delete(id);
+        end(s);
+      }
+    }
+  }
+}
+
+function snapshot(s: SessionRecord): Written {
+  return {
+    protocolVersion: s.protocolVersion,
+    logLevel: s.logLevel,
+    clientCapabilities: s.clientCapabilities,
+    subscriptions: new Set(s.subscriptions ?? []),
+  };
+}
+
+/** Ends a local copy the way the in-process store ends a session. */
+function end(s: SessionRecord): void {
+  for (const ctl of s.inflight.values()) ctl.abort(localError('session_ended'));
+  s.inflight.clear();
+  s.stream?.end();
+  s.stream = undefined;
+  s.resumable?.clear();
+}
