@@ -9,13 +9,13 @@ export {
 } from './dispatcher.js';
 export {
   createMcpHttpHandler,
-  startHttpServer,
   type AuthVerdict,
   type HttpHandlerOptions,
   type HttpServerHandle,
   type HttpServerOptions,
   type McpHttpHandler,
 } from './http-server.js';
+export { startHttpServer } from './http-start.js';
 export { serveStdio, type StdioOptions, type StdioServer } from './stdio.js';
 export { ListChangedFanout, type ChangeSink, type FanoutOptions } from './list-changed.js';
 export { createRequestGuard, type OriginPolicy } from './origin.js';
