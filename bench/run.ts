@@ -23,6 +23,7 @@ import { ensureWrk } from './lib/wrk.js';
 import { measureLeaks } from './scenarios/memory.js';
 import { profileEras } from './scenarios/profile.js';
 import { measureReload } from './scenarios/reload.js';
+import { ROUND2_ROWS, measureIdleSessions, round2 } from './scenarios/round2.js';
 import { measureSessionScale, measureToolScale } from './scenarios/scale.js';
 import { QUICK_ROWS, measureThroughput } from './scenarios/throughput.js';
 
@@ -118,7 +119,7 @@ async function main(): Promise<number> {
     }
     const settings = f.quick
       ? {
-          rows: f.only ?? QUICK_ROWS,
+          rows: f.only ?? new Set([...QUICK_ROWS, ...ROUND2_ROWS]),
           rounds: 5,
           seconds: 1,
           warmSeconds: 1,
@@ -130,9 +131,14 @@ async function main(): Promise<number> {
     if (f.seconds !== undefined) settings.seconds = f.seconds;
     // Only a full run of every scenario replaces latest.json and the chart.
     const partial = f.quick || f.only !== undefined;
-    const mainRows = await measureThroughput(settings, procs);
+    const mainRows = await measureThroughput(settings, procs, [round2()]);
     await stopAll();
     let extra: Record<string, unknown> = {};
+    // A size, not a rate: outside the rounds, in full runs or when asked for by name.
+    if (!partial || f.only?.has('idle-sessions')) {
+      extra.idleSessions = await measureIdleSessions(procs, log);
+      await stopAll();
+    }
     let scaleRows: ReturnType<typeof summarize> = [];
     if (!partial) {
       const reload = await measureReload(15, procs, log);
@@ -145,12 +151,18 @@ async function main(): Promise<number> {
       await stopAll();
       // The scale rows take their ratios against the bare server of the main rounds.
       scaleRows = summarize([...mainRows.filter((r) => r.id === 'bare'), ...tools.rows]).slice(1);
-      extra = { reload, toolScale: { points: tools.points, rows: scaleRows }, sessions, leaks };
+      extra = {
+        ...extra,
+        reload,
+        toolScale: { points: tools.points, rows: scaleRows },
+        sessions,
+        leaks,
+      };
     }
     const rows = summarize(mainRows);
     process.stdout.write(`\n${consoleTable(rows)}\n\n`);
     if (scaleRows.length > 0) process.stdout.write(`${consoleTable(scaleRows)}\n\n`);
-    if (!partial) process.stdout.write(`${JSON.stringify(extra, null, 2)}\n`);
+    if (Object.keys(extra).length > 0) process.stdout.write(`${JSON.stringify(extra, null, 2)}\n`);
 
     const result = {
       date: new Date().toISOString(),
@@ -195,7 +207,10 @@ async function main(): Promise<number> {
       await stopAll();
       // Only the rows that dropped (and the ceiling) are measured again, to stay under a minute.
       const rerun = { ...settings, rows: new Set(bad.map((r) => r.id)) };
-      const again = regressions(summarize(await measureThroughput(rerun, procs)), baseline);
+      const again = regressions(
+        summarize(await measureThroughput(rerun, procs, [round2()])),
+        baseline,
+      );
       const seen = new Set(bad.map(key));
       bad = again.filter((r) => seen.has(key(r)));
     }
