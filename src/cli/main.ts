@@ -23,6 +23,7 @@ import { clientSetup, clientSetupText } from '../sessions/client-setup.js';
 import type { CallEvent } from '../server/dispatcher.js';
 import type { Hub } from '../hub.js';
 import { endpointUrl } from '../config/settings.js';
+import { performanceOptionsOf } from '../config/performance-config.js';
 import { openCluster, type Cluster } from '../cluster/index.js';
 import { runPrimary, workerSlot } from '../cluster/primary.js';
 import { bridgeResourceUpdates } from '../cluster/registry-bridge.js';
@@ -214,6 +215,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
           output: process.stdout,
           onError,
           onCall: hooks.onCall,
+          ...performanceOptionsOf(s.config.performance),
           ...access.stdioOptions(flags.session),
         }),
       );
@@ -236,6 +238,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
       onError,
       onCall: hooks.onCall,
       allowedHosts,
+      ...performanceOptionsOf(s.config.performance),
       ...access.httpOptions(),
     }),
   );
