@@ -4,7 +4,7 @@
  * past its wall time (plus a short grace for the worker to report it itself) gets a hard stop:
  * the worker is terminated and replaced, and the hub never waits on a stuck script.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,6 +36,8 @@ interface Slot {
         caller: ToolCaller;
         started: () => void;
         gate: MessageGate;
+        /** The worker made the run's scratch folder. */
+        scratchMade: boolean;
       }
     | undefined;
   /** A run that has answered while its worker still closes its state (runs its finalizers). */
@@ -56,6 +58,8 @@ export class ScriptPool {
   private nextRun = 1;
   private closed = false;
   private readonly setup: WorkerSetup;
+  /** The private (0700) folder holding the runs' scratch folders, made on the first run. */
+  private scratchParent: string | undefined;
 
   constructor(
     private readonly opts: ResolvedExecuteOptions,
@@ -124,6 +128,8 @@ export class ScriptPool {
     // Runs cut short by the shutdown: their scratch folders go too.
     for (const s of this.slots) s.job?.finish(failed('the hub is shutting down'));
     this.slots.length = 0;
+    if (this.scratchParent !== undefined)
+      rmSync(this.scratchParent, { recursive: true, force: true });
   }
 
   private spawn(): Slot {
@@ -149,13 +155,18 @@ export class ScriptPool {
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
     // A fresh folder per run unless a shared read-only root is configured: a script never sees
-    // the hub's working directory, data folder, config or a plugin's files.
+    // the hub's working directory, data folder, config or a plugin's files. Only named here:
+    // the worker makes it when the script first touches /source/ (most scripts never do).
     const scratch =
-      this.opts.root === undefined ? mkdtempSync(join(tmpdir(), 'moonhub-execute-')) : undefined;
+      this.opts.root === undefined
+        ? join((this.scratchParent ??= mkdtempSync(join(tmpdir(), 'moonhub-execute-'))), `${run}`)
+        : undefined;
     const finish = (outcome: ScriptOutcome) => {
       if (slot.job?.run !== run) return;
+      // A run cut short may have made its folder without having said so yet: remove it anyway.
+      const made = slot.job.scratchMade || !outcome.ok;
       slot.job = undefined;
-      if (scratch !== undefined)
+      if (scratch !== undefined && made)
         void rm(scratch, { recursive: true, force: true }).catch(() => undefined);
       clearTimeout(timer);
       if (onAbort) job.signal?.removeEventListener('abort', onAbort);
@@ -185,7 +196,7 @@ export class ScriptPool {
         ),
       { messageBytes: 'execute.message_bytes', messagesPerSecond: 'execute.messages_per_second' },
     );
-    slot.job = { run, finish, caller: job.caller, started, gate };
+    slot.job = { run, finish, caller: job.caller, started, gate, scratchMade: false };
     timer = setTimeout(
       () => this.kill(slot, `the script's worker did not start within ${START_LIMIT_MS} ms`),
       START_LIMIT_MS,
@@ -202,6 +213,7 @@ export class ScriptPool {
       timeoutMs: job.timeoutMs,
       instructions: this.opts.instructions,
       root: (this.opts.root ?? scratch) as string,
+      lazy: scratch !== undefined,
       tools: job.caller.listTools(),
     };
     slot.worker.postMessage(msg);
@@ -267,6 +279,9 @@ export class ScriptPool {
     switch (msg.type) {
       case 'started':
         job.started();
+        return;
+      case 'scratch':
+        job.scratchMade = true;
         return;
       case 'call': {
         const reply = (m: ToWorker) => {

@@ -4,6 +4,7 @@
  * hub terminates the thread when a run overstays its wall time (a long C call cannot be stopped
  * from inside); every other limit ends the run here with a clear error.
  */
+import { mkdirSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { LuaError, LuaArgumentError } from '../lua/errors.js';
 import { LuaState } from '../lua/state.js';
@@ -40,6 +41,20 @@ interface Run {
   instructions: number;
   /** The folder behind `/source/` for this run. */
   root: string;
+  /** The scratch folder is still to be made (on the first touch of `/source/`). */
+  lazy: boolean;
+}
+
+/** The run's `/source/` folder, made on first use when it is the run's own scratch folder. */
+function rootOf(run: Run | undefined): string | undefined {
+  if (run === undefined) return undefined;
+  if (run.lazy) {
+    // The hub named it inside its private 0700 folder; it does not exist yet (a fresh run).
+    mkdirSync(run.root, { mode: 0o700 });
+    run.lazy = false;
+    post({ type: 'scratch', run: run.id });
+  }
+  return run.root;
 }
 
 interface Prepared {
@@ -88,7 +103,7 @@ async function prepare(): Promise<Prepared> {
     findModule: (name) => `module '${name}' not found: execute scripts cannot require modules`,
   });
   installTask(state);
-  installVfs(state, () => holder.run?.root, {
+  installVfs(state, () => rootOf(holder.run), {
     writeBytes: setup.writeBytes,
     writeKey: 'execute.write_bytes',
     readOnly: setup.sharedRoot
@@ -99,7 +114,7 @@ async function prepare(): Promise<Prepared> {
   state.exec(LOG_TO_OUTPUT, '=[execute log]');
   installScriptApi(state, {
     caller: () => holder.run!.caller,
-    root: () => holder.run?.root,
+    root: () => rootOf(holder.run),
     limits: { maxCalls: setup.maxCalls, maxConcurrent: setup.maxConcurrentCalls },
     spawnLimits: () => ({
       timeoutMs: Math.max(1, (holder.run?.deadline ?? 0) - performance.now()),
@@ -125,6 +140,7 @@ async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
     deadline: performance.now() + msg.timeoutMs,
     instructions: msg.instructions,
     root: msg.root,
+    lazy: msg.lazy === true,
   };
   holder.run = run;
   const output = () => run.output.join('\n');
