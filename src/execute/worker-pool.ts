@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { MessageGate } from '../lua-api/plugin-limits.js';
+import { MessageBatch, isBundle, type MessageBundle } from '../plugins/message-batch.js';
 import type { Logger } from '../log.js';
 import type { ToolCaller } from '../lua-api/tool-caller.js';
 import type { ContentItem } from '../registry/types.js';
@@ -29,6 +30,10 @@ export type ScriptOutcome =
 
 interface Slot {
   worker: Worker;
+  /** To the worker: the answers to a run's inner calls of one turn go together. */
+  outbox: MessageBatch<ToWorker>;
+  /** The tool of each answer in the outbox, for the error when one cannot be copied. */
+  toolOf: Map<number, string>;
   job:
     | {
         run: number;
@@ -38,6 +43,8 @@ interface Slot {
         gate: MessageGate;
         /** The worker made the run's scratch folder. */
         scratchMade: boolean;
+        /** Inner calls made and not yet answered. */
+        pending: number;
       }
     | undefined;
   /** A run that has answered while its worker still closes its state (runs its finalizers). */
@@ -142,8 +149,22 @@ export class ScriptPool {
     });
     worker.stdout.pipe(process.stderr);
     worker.unref();
-    const slot: Slot = { worker, job: undefined, cleaning: undefined };
-    worker.on('message', (msg: FromWorker) => this.onMessage(slot, msg));
+    const toolOf = new Map<number, string>();
+    const outbox = new MessageBatch<ToWorker>(worker, (msg, err) => {
+      // A result that cannot be copied to the worker (a JS tool returned a function, say).
+      if (msg.type === 'result')
+        outbox.post({
+          type: 'result',
+          run: msg.run,
+          call: msg.call,
+          error: `the result of '${toolOf.get(msg.call) ?? '?'}' cannot be passed to the script: ${err.message}`,
+        });
+    });
+    const slot: Slot = { worker, outbox, toolOf, job: undefined, cleaning: undefined };
+    worker.on('message', (msg: FromWorker | MessageBundle<FromWorker>) => {
+      if (!isBundle(msg)) return this.onMessage(slot, msg);
+      for (const m of msg.messages) this.onMessage(slot, m);
+    });
     worker.on('error', (err) => this.onExit(slot, `the script's worker failed: ${err.message}`));
     worker.on('exit', () => this.onExit(slot, "the script's worker stopped"));
     this.slots.push(slot);
@@ -163,6 +184,7 @@ export class ScriptPool {
         : undefined;
     const finish = (outcome: ScriptOutcome) => {
       if (slot.job?.run !== run) return;
+      slot.toolOf.clear();
       // A run cut short may have made its folder without having said so yet: remove it anyway.
       const made = slot.job.scratchMade || !outcome.ok;
       slot.job = undefined;
@@ -196,7 +218,15 @@ export class ScriptPool {
         ),
       { messageBytes: 'execute.message_bytes', messagesPerSecond: 'execute.messages_per_second' },
     );
-    slot.job = { run, finish, caller: job.caller, started, gate, scratchMade: false };
+    slot.job = {
+      run,
+      finish,
+      caller: job.caller,
+      started,
+      gate,
+      scratchMade: false,
+      pending: 0,
+    };
     timer = setTimeout(
       () => this.kill(slot, `the script's worker did not start within ${START_LIMIT_MS} ms`),
       START_LIMIT_MS,
@@ -216,7 +246,7 @@ export class ScriptPool {
       lazy: scratch !== undefined,
       tools: job.caller.listTools(),
     };
-    slot.worker.postMessage(msg);
+    slot.outbox.post(msg, true);
   }
 
   /**
@@ -284,19 +314,12 @@ export class ScriptPool {
         job.scratchMade = true;
         return;
       case 'call': {
+        job.pending++;
         const reply = (m: ToWorker) => {
           if (slot.job?.run !== msg.run) return;
-          try {
-            slot.worker.postMessage(m);
-          } catch (err) {
-            // A result that cannot be copied to the worker (a JS tool returned a function, say).
-            slot.worker.postMessage({
-              type: 'result',
-              run: msg.run,
-              call: msg.call,
-              error: `the result of '${msg.name}' cannot be passed to the script: ${(err as Error).message}`,
-            } satisfies ToWorker);
-          }
+          // The last answer out goes at once, with the others of its turn.
+          slot.toolOf.set(msg.call, msg.name);
+          slot.outbox.post(m, --job.pending <= 0);
         };
         job.caller.call(msg.name, msg.args).then(
           (result) => reply({ type: 'result', run: msg.run, call: msg.call, result }),

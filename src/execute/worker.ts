@@ -6,6 +6,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
+import { MessageBatch, isBundle, type MessageBundle } from '../plugins/message-batch.js';
 import { LuaError, LuaArgumentError } from '../lua/errors.js';
 import { LuaState } from '../lua/state.js';
 import { installScriptApi } from '../lua-api/script-api.js';
@@ -29,7 +30,17 @@ for _, level in ipairs({ "debug", "info", "warn", "error" }) do
   end
 end`;
 const port = parentPort!;
-const post = (msg: FromWorker): void => port.postMessage(msg);
+/**
+ * A script's tool calls started in one turn (`mcp.call` x3, then `task.await`) go in one
+ * postMessage (plugins/message-batch.ts); everything else goes at once, after them.
+ */
+const outbox = new MessageBatch<FromWorker>(port, (msg, err) => {
+  if (msg.type !== 'call') return;
+  const w = waiting.get(msg.call);
+  waiting.delete(msg.call);
+  w?.reject(new Error(`the arguments of '${msg.name}' cannot be passed on: ${err.message}`));
+});
+const post = (msg: FromWorker): void => outbox.post(msg, msg.type !== 'call');
 
 interface Run {
   id: number;
@@ -182,7 +193,12 @@ async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
   }
 }
 
-port.on('message', (msg: ToWorker) => {
+port.on('message', (msg: ToWorker | MessageBundle<ToWorker>) => {
+  if (!isBundle(msg)) return onMessage(msg);
+  for (const m of msg.messages) onMessage(m);
+});
+
+function onMessage(msg: ToWorker): void {
   if (msg.type === 'run') {
     void execute(msg);
   } else if (msg.type === 'result') {
@@ -192,4 +208,4 @@ port.on('message', (msg: ToWorker) => {
     if (msg.error !== undefined) w.reject(new Error(msg.error));
     else w.resolve(msg.result as ToolResult);
   }
-});
+}
