@@ -18,7 +18,7 @@ export interface EraProfile extends ProfileSummary {
    * `bare` is the node:http ceiling, profiled the same way for comparison; `proxy` a hub calling
    * the SDK echo server through mcp.proxy (the upstream's own time is not in it).
    */
-  era: 'bare' | 'legacy' | 'modern' | 'proxy' | 'execute' | 'list10k';
+  era: 'bare' | 'legacy' | 'modern' | 'proxy' | 'proxy-moonhub' | 'execute' | 'list10k';
   requests: number;
   rps: number;
   /** Active CPU µs per request, and per area. */
@@ -34,7 +34,15 @@ export async function profileEras(
   only?: ReadonlySet<string>,
 ): Promise<EraProfile[]> {
   const out: EraProfile[] = [];
-  for (const era of ['bare', 'modern', 'legacy', 'proxy', 'execute', 'list10k'] as const) {
+  for (const era of [
+    'bare',
+    'modern',
+    'legacy',
+    'proxy',
+    'proxy-moonhub',
+    'execute',
+    'list10k',
+  ] as const) {
     if (only !== undefined && !only.has(era)) continue;
     const dir = mkdtempSync(join(tmpdir(), `moonhub-bench-prof-${era}-`));
     const nodeArgs = ['--cpu-prof', '--cpu-prof-dir', dir];
@@ -42,11 +50,15 @@ export async function profileEras(
     if (era === 'proxy') {
       upstream = await startScript('sdk-upstream', 'sdk.js', ['session']);
       procs.push(upstream);
+    } else if (era === 'proxy-moonhub') {
+      // The upstream is a moonhub serving the Lua echo (the hub-proxied row's pair).
+      upstream = await startHub('moonhub-upstream', { plugins: [ECHO_PLUGINS], watch: false });
+      procs.push(upstream);
     }
     const t0 = performance.now();
     let hub: Proc;
     if (era === 'bare') hub = await startScript('bare-prof', 'bare.js', [], nodeArgs);
-    else if (era === 'proxy') {
+    else if (era === 'proxy' || era === 'proxy-moonhub') {
       const started = await startProxyHub(upstream!.url, 10_000, procs, nodeArgs);
       if (!('hub' in started)) {
         log(`profile proxy: skipped, ${started.na} (${started.note})`);
@@ -66,7 +78,7 @@ export async function profileEras(
     // execute is measured as its row is: one connection, one script at a time.
     const connections = era === 'execute' ? 1 : 50;
     // The proxy (hub and SDK upstream) needs ~5 s of load before its CPU per call settles.
-    await runWrk(s, { connections, seconds: era === 'proxy' ? 6 : 2 });
+    await runWrk(s, { connections, seconds: era.startsWith('proxy') ? 6 : 2 });
     const from = performance.now() - t0;
     const sample = await runWrk(s, { connections, seconds });
     const to = performance.now() - t0;
@@ -98,6 +110,7 @@ async function requestOf(era: EraProfile['era'], url: string): Promise<RequestSp
     case 'bare':
       return echoCall(url, 'legacy');
     case 'proxy':
+    case 'proxy-moonhub':
       return echoCall(url, 'modern', undefined, 'up.echo');
     case 'execute':
       return spec(url, 'modern', 'tools/call', {
