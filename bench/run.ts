@@ -25,6 +25,7 @@ import { CLUSTER_ROWS, measureCluster } from './scenarios/cluster.js';
 import { measureLeaks } from './scenarios/memory.js';
 import { profileEras } from './scenarios/profile.js';
 import { measureReload } from './scenarios/reload.js';
+import { ROUND2_ROWS, measureIdleSessions, round2 } from './scenarios/round2.js';
 import { measureSessionScale, measureToolScale } from './scenarios/scale.js';
 import { QUICK_ROWS, measureThroughput } from './scenarios/throughput.js';
 
@@ -125,7 +126,7 @@ async function main(): Promise<number> {
     }
     const settings = f.quick
       ? {
-          rows: f.only ?? QUICK_ROWS,
+          rows: f.only ?? new Set([...QUICK_ROWS, ...ROUND2_ROWS]),
           rounds: 5,
           seconds: 1,
           warmSeconds: 1,
@@ -140,9 +141,14 @@ async function main(): Promise<number> {
     const onlyCluster =
       f.only !== undefined &&
       [...f.only].every((id) => CLUSTER_ROWS.has(id) || id === 'cluster-notify');
-    const mainRows = onlyCluster ? [] : await measureThroughput(settings, procs);
+    const mainRows = onlyCluster ? [] : await measureThroughput(settings, procs, [round2()]);
     await stopAll();
     let extra: Record<string, unknown> = {};
+    // A size, not a rate: outside the rounds, in full runs or when asked for by name.
+    if (!partial || f.only?.has('idle-sessions')) {
+      extra.idleSessions = await measureIdleSessions(procs, log);
+      await stopAll();
+    }
     let scaleRows: ReturnType<typeof summarize> = [];
     if (!partial) {
       const reload = await measureReload(15, procs, log);
@@ -155,7 +161,13 @@ async function main(): Promise<number> {
       await stopAll();
       // The scale rows take their ratios against the bare server of the main rounds.
       scaleRows = summarize([...mainRows.filter((r) => r.id === 'bare'), ...tools.rows]).slice(1);
-      extra = { reload, toolScale: { points: tools.points, rows: scaleRows }, sessions, leaks };
+      extra = {
+        ...extra,
+        reload,
+        toolScale: { points: tools.points, rows: scaleRows },
+        sessions,
+        leaks,
+      };
     }
     // The scale-out rows (bench/scenarios/cluster.ts): in a full run, or named by --only.
     const cluster = wantsCluster(f.only, partial)
@@ -173,7 +185,7 @@ async function main(): Promise<number> {
         `resource update, instance A -> listener on B (Redis): p50 ${cluster.notify.p50Ms} ms, p99 ${cluster.notify.p99Ms} ms\n\n`,
       );
     if (scaleRows.length > 0) process.stdout.write(`${consoleTable(scaleRows)}\n\n`);
-    if (!partial) process.stdout.write(`${JSON.stringify(extra, null, 2)}\n`);
+    if (Object.keys(extra).length > 0) process.stdout.write(`${JSON.stringify(extra, null, 2)}\n`);
 
     const result = {
       date: new Date().toISOString(),
@@ -223,7 +235,10 @@ async function main(): Promise<number> {
       await stopAll();
       // Only the rows that dropped (and the ceiling) are measured again, to stay under a minute.
       const rerun = { ...settings, rows: new Set(bad.map((r) => r.id)) };
-      const again = regressions(summarize(await measureThroughput(rerun, procs)), baseline);
+      const again = regressions(
+        summarize(await measureThroughput(rerun, procs, [round2()])),
+        baseline,
+      );
       const seen = new Set(bad.map(key));
       bad = again.filter((r) => seen.has(key(r)));
     }

@@ -131,9 +131,17 @@ export function ratioChart(rows: RowResult[], title: string): string {
 /** Ratios CI guards, per row of ours: req/s and CPU per request, each as a share of the ref. */
 export type Baseline = Record<string, { rps: number; cpu: number }>;
 
+/**
+ * Rows measured in --quick but not guarded: the proxy hop between two hubs spread 15.6-31.2 %
+ * of hub-2026 across quick runs on the loaded machine (two processes, four threads on 2 cores),
+ * more than the 25 % tolerance can hold.
+ */
+const UNGUARDED: ReadonlySet<string> = new Set(['hub-proxied']);
+
 export function baselineOf(rows: RowResult[]): Baseline {
   const out: Baseline = {};
   for (const r of rows) {
+    if (UNGUARDED.has(r.id)) continue;
     // Our rows, each against its reference (execute against one plain call); not a reference itself.
     if (r.na || r.id === r.ref || !(r.id.startsWith('hub') || r.id === 'execute')) continue;
     if (Number.isFinite(r.rpsRatio) && Number.isFinite(r.cpuRatio))

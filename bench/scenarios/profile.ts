@@ -8,16 +8,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startHub, startScript, type Proc } from '../lib/proc.js';
 import { summarizeProfile, type ProfileSummary } from '../lib/cpu-profile.js';
-import { echoCall, openSession } from '../lib/rpc.js';
+import { echoCall, openSession, spec, type RequestSpec } from '../lib/rpc.js';
 import { runWrk } from '../lib/wrk.js';
-import { ECHO_PLUGINS, startProxyHub } from './throughput.js';
+import { toolsPlugin } from './scale.js';
+import { ECHO_PLUGINS, EXECUTE_SCRIPT, startProxyHub } from './throughput.js';
 
 export interface EraProfile extends ProfileSummary {
   /**
    * `bare` is the node:http ceiling, profiled the same way for comparison; `proxy` a hub calling
    * the SDK echo server through mcp.proxy (the upstream's own time is not in it).
    */
-  era: 'bare' | 'legacy' | 'modern' | 'proxy';
+  era: 'bare' | 'legacy' | 'modern' | 'proxy' | 'proxy-moonhub' | 'execute' | 'list10k';
   requests: number;
   rps: number;
   /** Active CPU µs per request, and per area. */
@@ -33,7 +34,15 @@ export async function profileEras(
   only?: ReadonlySet<string>,
 ): Promise<EraProfile[]> {
   const out: EraProfile[] = [];
-  for (const era of ['bare', 'modern', 'legacy', 'proxy'] as const) {
+  for (const era of [
+    'bare',
+    'modern',
+    'legacy',
+    'proxy',
+    'proxy-moonhub',
+    'execute',
+    'list10k',
+  ] as const) {
     if (only !== undefined && !only.has(era)) continue;
     const dir = mkdtempSync(join(tmpdir(), `moonhub-bench-prof-${era}-`));
     const nodeArgs = ['--cpu-prof', '--cpu-prof-dir', dir];
@@ -41,11 +50,15 @@ export async function profileEras(
     if (era === 'proxy') {
       upstream = await startScript('sdk-upstream', 'sdk.js', ['session']);
       procs.push(upstream);
+    } else if (era === 'proxy-moonhub') {
+      // The upstream is a moonhub serving the Lua echo (the hub-proxied row's pair).
+      upstream = await startHub('moonhub-upstream', { plugins: [ECHO_PLUGINS], watch: false });
+      procs.push(upstream);
     }
     const t0 = performance.now();
     let hub: Proc;
     if (era === 'bare') hub = await startScript('bare-prof', 'bare.js', [], nodeArgs);
-    else if (era === 'proxy') {
+    else if (era === 'proxy' || era === 'proxy-moonhub') {
       const started = await startProxyHub(upstream!.url, 10_000, procs, nodeArgs);
       if (!('hub' in started)) {
         log(`profile proxy: skipped, ${started.na} (${started.note})`);
@@ -55,22 +68,19 @@ export async function profileEras(
       hub = started.hub;
     } else {
       hub = await startHub(`moonhub-prof-${era}`, {
-        plugins: [ECHO_PLUGINS],
+        plugins: [era === 'list10k' ? toolsPlugin(10_000) : ECHO_PLUGINS],
         watch: false,
         nodeArgs,
       });
     }
     procs.push(hub);
-    const s =
-      era === 'bare'
-        ? echoCall(hub.url, 'legacy')
-        : era === 'proxy'
-          ? echoCall(hub.url, 'modern', undefined, 'up.echo')
-          : echoCall(hub.url, era, era === 'legacy' ? await openSession(hub.url) : undefined);
+    const s = await requestOf(era, hub.url);
+    // execute is measured as its row is: one connection, one script at a time.
+    const connections = era === 'execute' ? 1 : 50;
     // The proxy (hub and SDK upstream) needs ~5 s of load before its CPU per call settles.
-    await runWrk(s, { connections: 50, seconds: era === 'proxy' ? 6 : 2 });
+    await runWrk(s, { connections, seconds: era.startsWith('proxy') ? 6 : 2 });
     const from = performance.now() - t0;
-    const sample = await runWrk(s, { connections: 50, seconds });
+    const sample = await runWrk(s, { connections, seconds });
     const to = performance.now() - t0;
     await hub.stop();
     await upstream?.stop();
@@ -93,4 +103,23 @@ export async function profileEras(
     log(`profile ${era}: ${per(sum.activeMs)} µs CPU per request (${join(dir, file)})`);
   }
   return out;
+}
+
+async function requestOf(era: EraProfile['era'], url: string): Promise<RequestSpec> {
+  switch (era) {
+    case 'bare':
+      return echoCall(url, 'legacy');
+    case 'proxy':
+    case 'proxy-moonhub':
+      return echoCall(url, 'modern', undefined, 'up.echo');
+    case 'execute':
+      return spec(url, 'modern', 'tools/call', {
+        name: 'execute',
+        arguments: { code: EXECUTE_SCRIPT },
+      });
+    case 'list10k':
+      return spec(url, 'modern', 'tools/list', {});
+    default:
+      return echoCall(url, era, era === 'legacy' ? await openSession(url) : undefined);
+  }
 }

@@ -17,7 +17,8 @@ export interface ToolScalePoint {
   startMs: number;
 }
 
-function toolsPlugin(n: number): string {
+/** A plugin folder registering `n` echo tools `t1`..`tN`, each with its own schema. */
+export function toolsPlugin(n: number): string {
   const dir = scratchDir(`tools-${n}`);
   writeFileSync(
     join(dir, 'many.lua'),

@@ -159,8 +159,23 @@ async function stdioTarget(row: Row, procs: Proc[]): Promise<Target> {
   };
 }
 
+/** Rows another scenario file adds to the same rounds (their targets made once the hub runs). */
+export interface ExtraRows {
+  rows: Row[];
+  targets(ctx: {
+    hub: Proc;
+    settings: Settings;
+    procs: Proc[];
+    wanted: ReadonlySet<string>;
+  }): Promise<Target[]>;
+}
+
 /** Starts everything, checks every target answers, then runs the interleaved rounds. */
-export async function measureThroughput(settings: Settings, procs: Proc[]): Promise<Row[]> {
+export async function measureThroughput(
+  settings: Settings,
+  procs: Proc[],
+  extra: ExtraRows[] = [],
+): Promise<Row[]> {
   const { log } = settings;
   const rows = {
     bare: newRow('bare', 'bare node:http JSON-RPC echo (ceiling)'),
@@ -186,8 +201,9 @@ export async function measureThroughput(settings: Settings, procs: Proc[]): Prom
       connections: 1,
     }),
   };
+  const allRows = [...Object.values(rows), ...extra.flatMap((e) => e.rows)];
   const wanted = new Set<string>();
-  for (const r of Object.values(rows)) {
+  for (const r of allRows) {
     if (settings.rows !== undefined && !settings.rows.has(r.id)) continue;
     wanted.add(r.id).add(r.ref);
   }
@@ -279,7 +295,9 @@ export async function measureThroughput(settings: Settings, procs: Proc[]): Prom
     return wrkTarget(rows.execute, hub, s);
   });
 
-  const measured = Object.values(rows).filter((r) => wanted.has(r.id));
+  for (const e of extra) targets.push(...(await e.targets({ hub, settings, procs, wanted })));
+
+  const measured = allRows.filter((r) => wanted.has(r.id));
   for (const row of measured)
     if (row.na) log(`${row.id}: ${row.na}${row.note ? ` (${row.note})` : ''}`);
   log(`warming up ${targets.length} targets`);

@@ -29,6 +29,7 @@ import { clientSetup, clientSetupText } from '../sessions/client-setup.js';
 import type { CallEvent } from '../server/dispatcher.js';
 import type { Hub } from '../hub.js';
 import { endpointUrl } from '../config/settings.js';
+import { performanceOptionsOf } from '../config/performance-config.js';
 import { openCluster, type Cluster } from '../cluster/index.js';
 import { runPrimary, workerSlot } from '../cluster/primary.js';
 import { bridgeResourceUpdates } from '../cluster/registry-bridge.js';
@@ -279,6 +280,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
             stalled = true;
             process.stderr.write(message + '\n');
           },
+          ...performanceOptionsOf(s.config.performance),
           ...access.stdioOptions(flags.session),
         }),
         drain,
@@ -319,6 +321,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     flow,
     allowedHosts,
     limits: s.serverLimits,
+    ...performanceOptionsOf(s.config.performance),
     ...access.httpOptions(),
   });
   if (cluster !== undefined) httpOpts.sessions = sharedSessions(cluster, logger, httpOpts);

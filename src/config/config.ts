@@ -8,6 +8,7 @@ import { dirname, resolve } from 'node:path';
 import type { ExecuteConfig } from './execute-config.js';
 import type { FlowLimitsConfig } from './flow-config.js';
 import type { ObserveConfig } from './observe-config.js';
+import type { PerformanceConfig } from './performance-config.js';
 import { loadDataFile } from './validate.js';
 import { interpolateEnv } from './interpolate.js';
 import type { UpstreamConfig } from '../upstream/from-config.js';
@@ -88,6 +89,8 @@ export interface HubConfig {
   observe?: ObserveConfig;
   /** Many processes serving as one hub (docs/scale-out.md). */
   cluster?: ClusterConfig;
+  /** Caches and their bounds (src/config/performance-config.ts). */
+  performance?: PerformanceConfig;
 }
 
 export interface ClusterConfig {

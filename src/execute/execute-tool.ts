@@ -24,6 +24,12 @@ The chunk's return value comes back as {result, output}. Example:
   for i, r in ipairs(task.await(ids)) do out[i] = r.is_error and "?" or r.content end
   return out`;
 
+/**
+ * Why a finished script's leftover inner calls are aborted: made once, as `abort()` without a
+ * reason builds a DOMException (with its stack) on every run.
+ */
+const SCRIPT_ENDED = new DOMException('the script ended', 'AbortError');
+
 export function executeHandler(
   registry: Registry,
   pool: ScriptPool,
@@ -87,7 +93,7 @@ export function executeHandler(
         structuredContent: structured,
       };
     } finally {
-      inner.abort();
+      inner.abort(SCRIPT_ENDED);
     }
   };
 }

@@ -23,6 +23,12 @@ export type ToWorker =
       instructions: number;
       /** The folder behind `/source/`: the run's scratch folder, or the configured root. */
       root: string;
+      /**
+       * The root is the run's scratch folder, not made yet: the worker makes it (0700) when the
+       * script first touches `/source/` and says so (`scratch`), so a run without files costs
+       * no folder.
+       */
+      lazy?: boolean;
       /** The tools the caller may see, for mcp.listTools. */
       tools: string[];
     }
@@ -30,6 +36,8 @@ export type ToWorker =
 
 export type FromWorker =
   | { type: 'started'; run: number }
+  /** The run's scratch folder now exists: the hub removes it when the run ends. */
+  | { type: 'scratch'; run: number }
   /** The run's state is closed (its finalizers ran) and the next one is made: ready for a run. */
   | { type: 'idle'; run: number }
   | { type: 'call'; run: number; call: number; name: string; args: Record<string, unknown> }

@@ -4,12 +4,13 @@
  * past its wall time (plus a short grace for the worker to report it itself) gets a hard stop:
  * the worker is terminated and replaced, and the hub never waits on a stuck script.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { MessageGate } from '../lua-api/plugin-limits.js';
+import { MessageBatch, isBundle, type MessageBundle } from '../plugins/message-batch.js';
 import type { Logger } from '../log.js';
 import type { ToolCaller } from '../lua-api/tool-caller.js';
 import type { ContentItem } from '../registry/types.js';
@@ -29,6 +30,10 @@ export type ScriptOutcome =
 
 interface Slot {
   worker: Worker;
+  /** To the worker: the answers to a run's inner calls of one turn go together. */
+  outbox: MessageBatch<ToWorker>;
+  /** The tool of each answer in the outbox, for the error when one cannot be copied. */
+  toolOf: Map<number, string>;
   job:
     | {
         run: number;
@@ -36,6 +41,10 @@ interface Slot {
         caller: ToolCaller;
         started: () => void;
         gate: MessageGate;
+        /** The worker made the run's scratch folder. */
+        scratchMade: boolean;
+        /** Inner calls made and not yet answered. */
+        pending: number;
       }
     | undefined;
   /** A run that has answered while its worker still closes its state (runs its finalizers). */
@@ -56,6 +65,8 @@ export class ScriptPool {
   private nextRun = 1;
   private closed = false;
   private readonly setup: WorkerSetup;
+  /** The private (0700) folder holding the runs' scratch folders, made on the first run. */
+  private scratchParent: string | undefined;
 
   constructor(
     private readonly opts: ResolvedExecuteOptions,
@@ -124,6 +135,8 @@ export class ScriptPool {
     // Runs cut short by the shutdown: their scratch folders go too.
     for (const s of this.slots) s.job?.finish(failed('the hub is shutting down'));
     this.slots.length = 0;
+    if (this.scratchParent !== undefined)
+      rmSync(this.scratchParent, { recursive: true, force: true });
   }
 
   private spawn(): Slot {
@@ -136,8 +149,22 @@ export class ScriptPool {
     });
     worker.stdout.pipe(process.stderr);
     worker.unref();
-    const slot: Slot = { worker, job: undefined, cleaning: undefined };
-    worker.on('message', (msg: FromWorker) => this.onMessage(slot, msg));
+    const toolOf = new Map<number, string>();
+    const outbox = new MessageBatch<ToWorker>(worker, (msg, err) => {
+      // A result that cannot be copied to the worker (a JS tool returned a function, say).
+      if (msg.type === 'result')
+        outbox.post({
+          type: 'result',
+          run: msg.run,
+          call: msg.call,
+          error: `the result of '${toolOf.get(msg.call) ?? '?'}' cannot be passed to the script: ${err.message}`,
+        });
+    });
+    const slot: Slot = { worker, outbox, toolOf, job: undefined, cleaning: undefined };
+    worker.on('message', (msg: FromWorker | MessageBundle<FromWorker>) => {
+      if (!isBundle(msg)) return this.onMessage(slot, msg);
+      for (const m of msg.messages) this.onMessage(slot, m);
+    });
     worker.on('error', (err) => this.onExit(slot, `the script's worker failed: ${err.message}`));
     worker.on('exit', () => this.onExit(slot, "the script's worker stopped"));
     this.slots.push(slot);
@@ -149,13 +176,19 @@ export class ScriptPool {
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
     // A fresh folder per run unless a shared read-only root is configured: a script never sees
-    // the hub's working directory, data folder, config or a plugin's files.
+    // the hub's working directory, data folder, config or a plugin's files. Only named here:
+    // the worker makes it when the script first touches /source/ (most scripts never do).
     const scratch =
-      this.opts.root === undefined ? mkdtempSync(join(tmpdir(), 'moonhub-execute-')) : undefined;
+      this.opts.root === undefined
+        ? join((this.scratchParent ??= mkdtempSync(join(tmpdir(), 'moonhub-execute-'))), `${run}`)
+        : undefined;
     const finish = (outcome: ScriptOutcome) => {
       if (slot.job?.run !== run) return;
+      slot.toolOf.clear();
+      // A run cut short may have made its folder without having said so yet: remove it anyway.
+      const made = slot.job.scratchMade || !outcome.ok;
       slot.job = undefined;
-      if (scratch !== undefined)
+      if (scratch !== undefined && made)
         void rm(scratch, { recursive: true, force: true }).catch(() => undefined);
       clearTimeout(timer);
       if (onAbort) job.signal?.removeEventListener('abort', onAbort);
@@ -185,7 +218,15 @@ export class ScriptPool {
         ),
       { messageBytes: 'execute.message_bytes', messagesPerSecond: 'execute.messages_per_second' },
     );
-    slot.job = { run, finish, caller: job.caller, started, gate };
+    slot.job = {
+      run,
+      finish,
+      caller: job.caller,
+      started,
+      gate,
+      scratchMade: false,
+      pending: 0,
+    };
     timer = setTimeout(
       () => this.kill(slot, `the script's worker did not start within ${START_LIMIT_MS} ms`),
       START_LIMIT_MS,
@@ -202,9 +243,10 @@ export class ScriptPool {
       timeoutMs: job.timeoutMs,
       instructions: this.opts.instructions,
       root: (this.opts.root ?? scratch) as string,
+      lazy: scratch !== undefined,
       tools: job.caller.listTools(),
     };
-    slot.worker.postMessage(msg);
+    slot.outbox.post(msg, true);
   }
 
   /**
@@ -268,20 +310,16 @@ export class ScriptPool {
       case 'started':
         job.started();
         return;
+      case 'scratch':
+        job.scratchMade = true;
+        return;
       case 'call': {
+        job.pending++;
         const reply = (m: ToWorker) => {
           if (slot.job?.run !== msg.run) return;
-          try {
-            slot.worker.postMessage(m);
-          } catch (err) {
-            // A result that cannot be copied to the worker (a JS tool returned a function, say).
-            slot.worker.postMessage({
-              type: 'result',
-              run: msg.run,
-              call: msg.call,
-              error: `the result of '${msg.name}' cannot be passed to the script: ${(err as Error).message}`,
-            } satisfies ToWorker);
-          }
+          // The last answer out goes at once, with the others of its turn.
+          slot.toolOf.set(msg.call, msg.name);
+          slot.outbox.post(m, --job.pending <= 0);
         };
         job.caller.call(msg.name, msg.args).then(
           (result) => reply({ type: 'result', run: msg.run, call: msg.call, result }),

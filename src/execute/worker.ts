@@ -4,7 +4,9 @@
  * hub terminates the thread when a run overstays its wall time (a long C call cannot be stopped
  * from inside); every other limit ends the run here with a clear error.
  */
+import { mkdirSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
+import { MessageBatch, isBundle, type MessageBundle } from '../plugins/message-batch.js';
 import { LuaError, LuaArgumentError } from '../lua/errors.js';
 import { LuaState } from '../lua/state.js';
 import { installScriptApi } from '../lua-api/script-api.js';
@@ -28,7 +30,17 @@ for _, level in ipairs({ "debug", "info", "warn", "error" }) do
   end
 end`;
 const port = parentPort!;
-const post = (msg: FromWorker): void => port.postMessage(msg);
+/**
+ * A script's tool calls started in one turn (`mcp.call` x3, then `task.await`) go in one
+ * postMessage (plugins/message-batch.ts); everything else goes at once, after them.
+ */
+const outbox = new MessageBatch<FromWorker>(port, (msg, err) => {
+  if (msg.type !== 'call') return;
+  const w = waiting.get(msg.call);
+  waiting.delete(msg.call);
+  w?.reject(new Error(`the arguments of '${msg.name}' cannot be passed on: ${err.message}`));
+});
+const post = (msg: FromWorker): void => outbox.post(msg, msg.type !== 'call');
 
 interface Run {
   id: number;
@@ -40,6 +52,20 @@ interface Run {
   instructions: number;
   /** The folder behind `/source/` for this run. */
   root: string;
+  /** The scratch folder is still to be made (on the first touch of `/source/`). */
+  lazy: boolean;
+}
+
+/** The run's `/source/` folder, made on first use when it is the run's own scratch folder. */
+function rootOf(run: Run | undefined): string | undefined {
+  if (run === undefined) return undefined;
+  if (run.lazy) {
+    // The hub named it inside its private 0700 folder; it does not exist yet (a fresh run).
+    mkdirSync(run.root, { mode: 0o700 });
+    run.lazy = false;
+    post({ type: 'scratch', run: run.id });
+  }
+  return run.root;
 }
 
 interface Prepared {
@@ -88,7 +114,7 @@ async function prepare(): Promise<Prepared> {
     findModule: (name) => `module '${name}' not found: execute scripts cannot require modules`,
   });
   installTask(state);
-  installVfs(state, () => holder.run?.root, {
+  installVfs(state, () => rootOf(holder.run), {
     writeBytes: setup.writeBytes,
     writeKey: 'execute.write_bytes',
     readOnly: setup.sharedRoot
@@ -99,7 +125,7 @@ async function prepare(): Promise<Prepared> {
   state.exec(LOG_TO_OUTPUT, '=[execute log]');
   installScriptApi(state, {
     caller: () => holder.run!.caller,
-    root: () => holder.run?.root,
+    root: () => rootOf(holder.run),
     limits: { maxCalls: setup.maxCalls, maxConcurrent: setup.maxConcurrentCalls },
     spawnLimits: () => ({
       timeoutMs: Math.max(1, (holder.run?.deadline ?? 0) - performance.now()),
@@ -125,6 +151,7 @@ async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
     deadline: performance.now() + msg.timeoutMs,
     instructions: msg.instructions,
     root: msg.root,
+    lazy: msg.lazy === true,
   };
   holder.run = run;
   const output = () => run.output.join('\n');
@@ -166,7 +193,12 @@ async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
   }
 }
 
-port.on('message', (msg: ToWorker) => {
+port.on('message', (msg: ToWorker | MessageBundle<ToWorker>) => {
+  if (!isBundle(msg)) return onMessage(msg);
+  for (const m of msg.messages) onMessage(m);
+});
+
+function onMessage(msg: ToWorker): void {
   if (msg.type === 'run') {
     void execute(msg);
   } else if (msg.type === 'result') {
@@ -176,4 +208,4 @@ port.on('message', (msg: ToWorker) => {
     if (msg.error !== undefined) w.reject(new Error(msg.error));
     else w.resolve(msg.result as ToolResult);
   }
-});
+}

@@ -12,7 +12,7 @@ export const LATENCY_BUCKETS = [
 const OUTCOMES = ['ok', 'tool_error', 'error'] as const;
 export type OutcomeIndex = 0 | 1 | 2;
 
-interface Histogram {
+export interface Histogram {
   labels: Record<string, string>;
   count: number;
   sum: number;
@@ -30,9 +30,13 @@ export interface CallKind {
   inflight: { value: number };
 }
 
-type Values = { labels: Record<string, string | number>; value: number; metricName?: string }[];
+export type Values = {
+  labels: Record<string, string | number>;
+  value: number;
+  metricName?: string;
+}[];
 
-function family(name: string, help: string, type: string, values: () => Values) {
+export function family(name: string, help: string, type: string, values: () => Values) {
   return {
     name,
     help,
@@ -69,7 +73,10 @@ export class CallStats {
         'moonhub_mcp_call_duration_seconds',
         'Time to answer an MCP request, by method, owning plugin and outcome',
         'histogram',
-        () => [...this.histograms.values()].filter((h) => h.count > 0).flatMap(histogramValues),
+        () =>
+          [...this.histograms.values()]
+            .filter((h) => h.count > 0)
+            .flatMap((h) => histogramValues(h)),
       ) as unknown as client.Metric,
     );
     register.registerMetric(
@@ -131,16 +138,20 @@ export class CallStats {
 
   record(k: CallKind, outcome: OutcomeIndex, seconds: number): void {
     k.counts[outcome]++;
-    const h = k.histograms[outcome];
-    h.count++;
-    h.sum += seconds;
-    let i = 0;
-    while (i < LATENCY_BUCKETS.length && seconds > LATENCY_BUCKETS[i]!) i++;
-    h.buckets[i]!++;
+    observe(k.histograms[outcome], seconds);
   }
 }
 
-function histogramValues(h: Histogram): Values {
+/** One observation into a plain-number histogram. */
+export function observe(h: Histogram, seconds: number): void {
+  h.count++;
+  h.sum += seconds;
+  let i = 0;
+  while (i < LATENCY_BUCKETS.length && seconds > LATENCY_BUCKETS[i]!) i++;
+  h.buckets[i]!++;
+}
+
+export function histogramValues(h: Histogram, name = 'moonhub_mcp_call_duration_seconds'): Values {
   const out: Values = [];
   let cumulative = 0;
   for (let i = 0; i <= LATENCY_BUCKETS.length; i++) {
@@ -148,14 +159,10 @@ function histogramValues(h: Histogram): Values {
     out.push({
       labels: { ...h.labels, le: i < LATENCY_BUCKETS.length ? LATENCY_BUCKETS[i]! : '+Inf' },
       value: cumulative,
-      metricName: 'moonhub_mcp_call_duration_seconds_bucket',
+      metricName: `${name}_bucket`,
     });
   }
-  out.push({ labels: h.labels, value: h.sum, metricName: 'moonhub_mcp_call_duration_seconds_sum' });
-  out.push({
-    labels: h.labels,
-    value: h.count,
-    metricName: 'moonhub_mcp_call_duration_seconds_count',
-  });
+  out.push({ labels: h.labels, value: h.sum, metricName: `${name}_sum` });
+  out.push({ labels: h.labels, value: h.count, metricName: `${name}_count` });
   return out;
 }

@@ -8,7 +8,8 @@
 import client from 'prom-client';
 import type { Registry } from '../registry/registry.js';
 import type { CallEnd, CallObserver, CallStart, Outcome } from './call-observer.js';
-import { CallStats, LATENCY_BUCKETS, type OutcomeIndex } from './call-stats.js';
+import { CallStats, type OutcomeIndex } from './call-stats.js';
+import { UpstreamStats } from './upstream-stats.js';
 import type { UpstreamCallHook } from '../upstream/call-hook.js';
 import { redactUrl } from '../upstream/status-redact.js';
 
@@ -66,8 +67,7 @@ export class HubMetrics {
   private readonly stats: CallStats;
   private readonly reloads: client.Counter<'plugin' | 'outcome'>;
   private readonly refusals: client.Counter<'limit'>;
-  private readonly upstreamCalls: client.Counter<'upstream' | 'outcome'>;
-  private readonly upstreamLatency: client.Histogram<'upstream'>;
+  private readonly upstreams: UpstreamStats;
 
   constructor(private readonly src: MetricsSources) {
     const register = this.register;
@@ -86,19 +86,7 @@ export class HubMetrics {
       labelNames: ['limit'],
       ...r,
     });
-    this.upstreamCalls = new client.Counter({
-      name: 'moonhub_upstream_calls_total',
-      help: 'Proxied calls to upstream MCP servers by outcome (ok, tool_error, error)',
-      labelNames: ['upstream', 'outcome'],
-      ...r,
-    });
-    this.upstreamLatency = new client.Histogram({
-      name: 'moonhub_upstream_call_duration_seconds',
-      help: 'Time of a proxied call to an upstream',
-      labelNames: ['upstream'],
-      buckets: LATENCY_BUCKETS,
-      ...r,
-    });
+    this.upstreams = new UpstreamStats(register);
     this.stateGauges(r);
   }
 
@@ -230,16 +218,14 @@ export class HubMetrics {
   /** Wraps the upstream call hook: counts and times each proxied call. */
   upstreamHook(next: UpstreamCallHook | undefined): UpstreamCallHook {
     return async (info, run) => {
-      const upstream = redactUrl(info.url);
       const t0 = performance.now();
-      let outcome = 'error';
+      let outcome: OutcomeIndex = 2;
       try {
         const result = await (next === undefined ? run(undefined) : next(info, run));
-        outcome = (result as { isError?: boolean })?.isError === true ? 'tool_error' : 'ok';
+        outcome = (result as { isError?: boolean })?.isError === true ? 1 : 0;
         return result;
       } finally {
-        this.upstreamCalls.inc({ upstream, outcome });
-        this.upstreamLatency.observe({ upstream }, (performance.now() - t0) / 1000);
+        this.upstreams.record(info.url, outcome, (performance.now() - t0) / 1000);
       }
     };
   }

@@ -18,6 +18,7 @@ import type { Registry } from '../registry/registry.js';
 import type { CallContext } from '../registry/types.js';
 import type { PluginSource } from './discover.js';
 import { HubAnswers } from './hub-answers.js';
+import { MessageBatch, isBundle, type MessageBundle } from './message-batch.js';
 import { RegistryMirror } from './mirror.js';
 import { plainContext } from './remote-registry.js';
 import type { FromWorker, PluginWorkerSetup, SyncRequest, ToWorker } from './worker-protocol.js';
@@ -59,6 +60,8 @@ export class IsolatedPlugin {
   /** The state's Lua memory as the worker last reported it (after its load and each call). */
   memoryUsed = 0;
   private worker!: Worker;
+  /** What goes to the worker, one postMessage per event-loop turn. */
+  private outbox!: MessageBatch<ToWorker>;
   private syncPort!: MessagePort;
   private readonly calls = new Map<number, Pending>();
   /** Views of finished calls, for tasks that outlive them (oldest dropped first). */
@@ -153,7 +156,8 @@ export class IsolatedPlugin {
     this.failAll('the plugin was unloaded');
     this.mirror.closeBatches();
     const worker = this.worker;
-    worker.postMessage({ type: 'close' } satisfies ToWorker);
+    this.outbox.post({ type: 'close' });
+    this.outbox.flush();
     // Upstream sessions close first; a worker that does not finish is ended anyway.
     const timer = setTimeout(() => void worker.terminate(), 2000);
     timer.unref();
@@ -193,6 +197,7 @@ export class IsolatedPlugin {
     worker.stdout.pipe(process.stderr);
     worker.unref();
     this.worker = worker;
+    this.outbox = new MessageBatch<ToWorker>(worker, (msg, err) => this.uncloneable(msg, err));
     this.syncPort = port1;
     this.mirror.hold();
     // The worker's messages and its synchronous questions travel on different ports, which keep
@@ -233,7 +238,7 @@ export class IsolatedPlugin {
           ),
         );
       }, loadLimit + 10_000);
-      worker.on('message', (msg: FromWorker) => {
+      const handle = (msg: FromWorker) => {
         if (gen !== this.generation) return;
         received++;
         try {
@@ -253,6 +258,10 @@ export class IsolatedPlugin {
         } finally {
           caughtUp();
         }
+      };
+      worker.on('message', (msg: FromWorker | MessageBundle<FromWorker>) => {
+        if (!isBundle(msg)) return handle(msg);
+        for (const m of msg.messages) handle(m);
       });
       worker.on('error', (err) => {
         if (gen !== this.generation) return;
@@ -333,19 +342,24 @@ export class IsolatedPlugin {
       const scope = new AsyncResource('moonhub.plugin-call');
       this.calls.set(id, { resolve, reject, timer, ctx, what, limitMs: limit, scope });
       const peer = ctx.peer;
-      this.worker.postMessage({
-        type: 'invoke',
-        id,
-        kind,
-        name,
-        input,
-        ctx: plainContext(ctx),
-        peer:
-          peer === undefined
-            ? undefined
-            : { caps: peer.clientCapabilities, pollLater: typeof peer.pollLater === 'function' },
-        complete,
-      } satisfies ToWorker);
+      // Alone, a call goes at once; with others in flight, it shares the turn's postMessage.
+      const now = this.calls.size <= 1;
+      this.outbox.post(
+        {
+          type: 'invoke',
+          id,
+          kind,
+          name,
+          input,
+          ctx: plainContext(ctx),
+          peer:
+            peer === undefined
+              ? undefined
+              : { caps: peer.clientCapabilities, pollLater: typeof peer.pollLater === 'function' },
+          complete,
+        } satisfies ToWorker,
+        now,
+      );
     });
   }
 
@@ -427,16 +441,33 @@ export class IsolatedPlugin {
   }
 
   private post(msg: ToWorker): void {
-    try {
-      this.worker.postMessage(msg);
-    } catch (err) {
-      if (msg.type === 'answer')
-        this.worker.postMessage({
-          type: 'answer',
-          id: msg.id,
-          ok: false,
-          error: `the answer cannot be passed to the plugin: ${(err as Error).message}`,
-        } satisfies ToWorker);
+    // Answers to a plugin's nested calls wait for the turn's end, like calls; the rest goes now.
+    this.outbox.post(msg, msg.type !== 'answer');
+  }
+
+  /** A message that could not be copied to the worker fails what waits on it, not the plugin. */
+  private uncloneable(msg: ToWorker, err: Error): void {
+    if (msg.type === 'answer') {
+      this.outbox.post({
+        type: 'answer',
+        id: msg.id,
+        ok: false,
+        error: `the answer cannot be passed to the plugin: ${err.message}`,
+      });
+    } else if (msg.type === 'invoke') {
+      const c = this.calls.get(msg.id);
+      if (c === undefined) return;
+      clearTimeout(c.timer);
+      this.calls.delete(msg.id);
+      c.reject(new Error(`the call cannot be passed to the plugin: ${err.message}`));
+    } else if (msg.type === 'callback') {
+      const c = this.callbacks.get(msg.id);
+      if (c === undefined) return;
+      clearTimeout(c.timer);
+      this.callbacks.delete(msg.id);
+      c.reject(
+        new Error(`the callback's arguments cannot be passed to the plugin: ${err.message}`),
+      );
     }
   }
 

@@ -14,6 +14,7 @@ import { RemoteUpstreams } from './remote-upstreams.js';
 import type { CallContext, CallPeer, ToolEntry } from '../registry/types.js';
 import { findModule } from './find-module.js';
 import { RemoteRegistry, remoteView, syncLink, type HubLink } from './remote-registry.js';
+import { MessageBatch, isBundle, type MessageBundle } from './message-batch.js';
 import type { FromWorker, PluginWorkerSetup, ToWorker } from './worker-protocol.js';
 
 const setup = workerData as PluginWorkerSetup;
@@ -21,9 +22,22 @@ const port = parentPort!;
 const owner = setup.source.name;
 /** Messages posted on `port` so far: a synchronous question waits until the hub has them. */
 let posted = 0;
+/** One postMessage per event-loop turn (message-batch.ts); flushed before a question. */
+const outbox = new MessageBatch<FromWorker>(port, (msg, err) => {
+  if (msg.type === 'result')
+    outbox.post({
+      type: 'result',
+      id: msg.id,
+      ok: false,
+      error: `the result cannot be passed to the hub: ${err.message}`,
+    });
+  else log.error({ type: msg.type }, `a message to the hub could not be copied: ${err.message}`);
+});
 const post = (msg: FromWorker): void => {
   posted++;
-  port.postMessage(msg);
+  // Results wait for the turn's end while other calls run (they may finish in the same turn);
+  // the last one, and anything else (logs, registrations, requests), goes now, in order.
+  outbox.post(msg, msg.type !== 'result' || running.size <= 1);
 };
 const log = createLogger(setup.logLevel).child({ plugin: owner });
 
@@ -35,7 +49,11 @@ const running = new Map<number, { controller: AbortController | undefined }>();
 
 const link: HubLink = {
   post,
-  ask: syncLink(setup.syncPort, setup.flag, () => posted),
+  ask: syncLink(setup.syncPort, setup.flag, () => {
+    // The hub answers once it has handled every message posted before: send them first.
+    outbox.flush();
+    return posted;
+  }),
   request: (op, args, origin, ctx) =>
     new Promise((resolve, reject) => {
       const id = nextAsk++;
@@ -181,9 +199,15 @@ function close(): void {
   // The plugin's proxies live on the hub's thread, which settles them.
   state?.close();
   post({ type: 'closed' });
+  outbox.flush();
 }
 
-port.on('message', (msg: ToWorker) => {
+port.on('message', (msg: ToWorker | MessageBundle<ToWorker>) => {
+  if (!isBundle(msg)) return onMessage(msg);
+  for (const m of msg.messages) onMessage(m);
+});
+
+function onMessage(msg: ToWorker): void {
   switch (msg.type) {
     case 'invoke':
       return invoke(msg);
@@ -205,6 +229,6 @@ port.on('message', (msg: ToWorker) => {
     case 'close':
       return close();
   }
-});
+}
 
 void load();

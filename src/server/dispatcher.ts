@@ -28,6 +28,7 @@ import {
   type JsonRpcNotification,
   type JsonRpcRequest,
 } from './jsonrpc.js';
+import { DEFAULT_LIST_CACHE_BYTES, ListCache } from './list-cache.js';
 import { createMethods, type Call, type MethodHandler } from './methods.js';
 import { observeEnd, observeStart, type CallObserver, type ObservedCall } from './observer.js';
 import { DEFAULT_PAGE_SIZE } from './pagination.js';
@@ -47,6 +48,11 @@ export { LazyAbort, type Abortable } from './abort.js';
 export interface DispatcherOptions extends LimitOptions {
   /** Items per page of the list methods (default 100). */
   pageSize?: number;
+  /**
+   * Bound of the serialised list pages kept per view (bytes; 0: no cache). Default 8 MiB
+   * (`performance.list_cache_bytes`).
+   */
+  listCacheBytes?: number;
   serverInfo?: Implementation;
   instructions?: string;
   /**
@@ -125,6 +131,7 @@ class Dispatcher implements McpDispatcher {
   private readonly methods: Record<string, MethodHandler>;
   private readonly serverInfoMeta: Record<string, unknown>;
   private readonly modernSuffix: string;
+  private readonly lists: ListCache | undefined;
 
   constructor(
     readonly registry: Registry,
@@ -137,6 +144,8 @@ class Dispatcher implements McpDispatcher {
     this.flow = opts.flow ?? new FlowLimits();
     this.serverInfoMeta = { [SERVER_INFO_META_KEY]: this.serverInfo };
     this.modernSuffix = '"resultType":"complete","_meta":' + JSON.stringify(this.serverInfoMeta);
+    const listBytes = opts.listCacheBytes ?? DEFAULT_LIST_CACHE_BYTES;
+    if (listBytes > 0) this.lists = new ListCache(registry, listBytes);
     this.methods = createMethods({
       registry,
       pageSize,
@@ -294,12 +303,27 @@ class Dispatcher implements McpDispatcher {
       ) {
         channel.round = resumeRound(call.params, inputBinding(method, call.params), channel);
       }
+      // A list page answered before, for this view and registry version: only the id is new.
+      const listed = this.lists !== undefined && channel?.round === undefined;
+      const version = listed ? this.lists!.versionOf(method) : undefined;
+      if (version !== undefined) {
+        const hit = this.lists!.get(method, call.filter, scope.era, call.params.cursor);
+        if (hit !== undefined) {
+          if (observed !== undefined) observed.outcome = 'ok';
+          return resultPrefix(id) + hit + '}';
+        }
+      }
       let result = handler(call);
       if (result instanceof Promise) result = await result;
       if (channel?.cutOff !== undefined) throw channel.cutOff;
       if (!isPlainObject(result)) throw localError('handler_result_invalid', { method });
       if (observed !== undefined) observed.outcome = outcomeOf(result, call);
-      return this.answerOf(call, result);
+      const answer = this.answerOf(call, result);
+      if (version !== undefined) {
+        const json = answer.slice(resultPrefix(id).length, -1);
+        this.lists!.set(method, call.filter, scope.era, call.params.cursor, version, json);
+      }
+      return answer;
     } catch (err) {
       // A handler stopped because its input round ended (prompts/get, resources/read throw).
       const asked = channel?.round?.result;
@@ -367,6 +391,11 @@ class Dispatcher implements McpDispatcher {
 function outcomeOf(result: Record<string, unknown>, call: Call): ObservedCall['outcome'] {
   if (call.channel?.round?.result !== undefined) return 'input_required';
   return call.method === 'tools/call' && result.isError === true ? 'tool_error' : 'ok';
+}
+
+/** What every successful answer starts with (serializeResult and the hot-path splice alike). */
+function resultPrefix(id: JsonRpcId): string {
+  return '{"jsonrpc":"2.0","id":' + JSON.stringify(id) + ',"result":';
 }
 
 const EMPTY: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;

@@ -121,8 +121,10 @@ export function adminApi(
   }
 
   return (req, res) => {
-    const path = (req.url ?? '/').split('?')[0]!;
-    if (!path.startsWith(ADMIN_PREFIX)) return false;
+    // Every MCP request passes here first: decide on the raw URL, split it only for the API's.
+    const url = req.url ?? '/';
+    if (!url.startsWith(ADMIN_PREFIX)) return false;
+    const path = url.split('?')[0]!;
     try {
       const verdict = opts.guard(req.headers);
       if (verdict !== undefined) {

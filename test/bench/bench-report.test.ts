@@ -84,6 +84,15 @@ describe('bench report helpers', () => {
     assert.deepEqual(Object.keys(baselineOf(rows)), ['hub-2026', 'hub-2025']);
   });
 
+  it('records the list rows in the baseline, not the unsteady proxy hop between two hubs', () => {
+    const rows = summarize([
+      row('bare', [100], [20]),
+      row('hub-list-10k', [60], [40]),
+      row('hub-proxied', [30], [60], 'hub-list-10k'),
+    ]);
+    assert.deepEqual(Object.keys(baselineOf(rows)), ['hub-list-10k']);
+  });
+
   it('draws one bar per measured throughput row and escapes labels', () => {
     const rows = summarize([row('bare', [100], [20]), row('hub-2026', [60], [40])]);
     rows[1]!.label = 'moonhub <2026> & co';
