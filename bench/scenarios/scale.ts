@@ -109,10 +109,19 @@ export async function measureSessionScale(
   procs: Proc[],
   log: (line: string) => void,
 ): Promise<SessionScalePoint[]> {
+  // One principal opens them all (no auth here): lift the session caps (limits.sessions.*)
+  // past the largest count, so the bench measures sessions, not the eviction.
+  const most = Math.max(...counts);
+  const config = join(scratchDir('sessions'), 'moonhub.json');
+  writeFileSync(
+    config,
+    JSON.stringify({ limits: { sessions: { total: most + 100, per_principal: most + 100 } } }),
+  );
   const hub = await startHub('moonhub-sessions', {
     plugins: [ECHO_PLUGINS],
     watch: false,
     probe: true,
+    config,
   });
   procs.push(hub);
   const points: SessionScalePoint[] = [];
