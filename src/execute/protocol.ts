@@ -12,6 +12,9 @@ export interface WorkerSetup {
   writeBytes: number;
   /** True when `/source/` is the configured, shared root: writes are refused. */
   sharedRoot: boolean;
+  /** Characters of one notice, and notices per second (`execute.message_*`): gated here. */
+  messageBytes: number;
+  messagesPerSecond: number;
 }
 
 export type ToWorker =

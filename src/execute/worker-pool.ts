@@ -9,7 +9,6 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { MessageGate } from '../lua-api/plugin-limits.js';
 import { MessageBatch, isBundle, type MessageBundle } from '../plugins/message-batch.js';
 import type { Logger } from '../log.js';
 import type { ToolCaller } from '../lua-api/tool-caller.js';
@@ -40,7 +39,6 @@ interface Slot {
         finish: (o: ScriptOutcome) => void;
         caller: ToolCaller;
         started: () => void;
-        gate: MessageGate;
         /** The worker made the run's scratch folder. */
         scratchMade: boolean;
         /** Inner calls made and not yet answered. */
@@ -80,6 +78,8 @@ export class ScriptPool {
       maxConcurrentCalls: opts.maxConcurrentCalls,
       writeBytes: opts.writeBytes,
       sharedRoot: opts.root !== undefined,
+      messageBytes: opts.messageBytes,
+      messagesPerSecond: opts.messagesPerSecond,
     };
   }
 
@@ -209,21 +209,11 @@ export class ScriptPool {
         job.timeoutMs + this.opts.graceMs,
       );
     };
-    const gate = new MessageGate(
-      { messageBytes: this.opts.messageBytes, messagesPerSecond: this.opts.messagesPerSecond },
-      (n) =>
-        job.caller.notice(
-          `${n} notice${n === 1 ? '' : 's'} dropped: at most ${this.opts.messagesPerSecond} per second (execute.messages_per_second)`,
-          undefined,
-        ),
-      { messageBytes: 'execute.message_bytes', messagesPerSecond: 'execute.messages_per_second' },
-    );
     slot.job = {
       run,
       finish,
       caller: job.caller,
       started,
-      gate,
       scratchMade: false,
       pending: 0,
     };
@@ -334,8 +324,8 @@ export class ScriptPool {
         return;
       }
       case 'notice': {
-        const text = job.gate.admit(msg.text);
-        if (text !== undefined) job.caller.notice(text, msg.params);
+        // Cut and rate-limited in the worker already (a loop must not flood this thread).
+        job.caller.notice(msg.text, msg.params);
         return;
       }
       case 'done':

@@ -12,6 +12,7 @@ import { LuaState } from '../lua/state.js';
 import { installScriptApi } from '../lua-api/script-api.js';
 import { installTask } from '../lua-api/task.js';
 import { installVfs } from '../lua-api/vfs.js';
+import { MessageGate } from '../lua-api/plugin-limits.js';
 import type { ToolCaller } from '../lua-api/tool-caller.js';
 import { extractImages } from '../registry/result-images.js';
 import { toJsonText } from '../registry/results.js';
@@ -80,6 +81,20 @@ const waiting = new Map<
 let nextCall = 1;
 
 function callerFor(run: number, tools: string[]): ToolCaller {
+  // Notices are cut and rate-limited here, before they cross to the hub's thread: a script
+  // calling notice() in a tight loop would otherwise queue messages faster than the hub reads
+  // them (the hub's memory grew by GiBs in seconds).
+  const gate = new MessageGate(
+    { messageBytes: setup.messageBytes, messagesPerSecond: setup.messagesPerSecond },
+    (n) =>
+      post({
+        type: 'notice',
+        run,
+        text: `${n} notice${n === 1 ? '' : 's'} dropped: at most ${setup.messagesPerSecond} per second (execute.messages_per_second)`,
+        params: undefined,
+      }),
+    { messageBytes: 'execute.message_bytes', messagesPerSecond: 'execute.messages_per_second' },
+  );
   return {
     call: (name, args) =>
       new Promise<ToolResult>((resolve, reject) => {
@@ -88,7 +103,10 @@ function callerFor(run: number, tools: string[]): ToolCaller {
         post({ type: 'call', run, call, name, args });
       }),
     listTools: () => tools,
-    notice: (text, params) => post({ type: 'notice', run, text, params }),
+    notice: (text, params) => {
+      const cut = gate.admit(text);
+      if (cut !== undefined) post({ type: 'notice', run, text: cut, params });
+    },
   };
 }
 
