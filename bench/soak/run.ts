@@ -22,7 +22,7 @@ import { runHonest, type HonestReport } from './honest.js';
 import type { Target } from './wire.js';
 
 /** The bounds the finished issue 12 promises (docs/security.md, "Soak"). */
-const DEFAULTS = { seconds: 45, clients: 2, p99Ms: 250, rssGrowthMiB: 64, rssPeakMiB: 384 };
+const DEFAULTS = { seconds: 45, clients: 2, p99Ms: 250, rssGrowthMiB: 128, rssPeakMiB: 384 };
 const WARMUP_MS = 3_000;
 const COOLDOWN_MS = 3_000;
 const MiB = 1024 * 1024;
