@@ -3,7 +3,6 @@
  * loaded plugins). Logs go to stderr; stdout carries only MCP (stdio) or a script's result.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import type { Server } from 'node:http';
 import { resolve } from 'node:path';
 import { checkLogFormat, checkLogLevel, createLogger, type LogFormat } from '../log.js';
 import { startOperations } from '../operations.js';
@@ -30,16 +29,14 @@ import type { CallEvent } from '../server/dispatcher.js';
 import type { Hub } from '../hub.js';
 import { endpointUrl } from '../config/settings.js';
 import { performanceOptionsOf } from '../config/performance-config.js';
-import { openCluster, type Cluster } from '../cluster/index.js';
+import type { Cluster } from '../cluster/index.js';
 import { runPrimary, workerSlot } from '../cluster/primary.js';
+import { announce, openServeCluster, sharedSessions } from './serve-cluster.js';
 import { bridgeResourceUpdates } from '../cluster/registry-bridge.js';
 import { Drain } from '../server/drain.js';
 import { drainMsOf } from '../config/shutdown-config.js';
 import { drainMillis, serveDrainedStdio, shutdownOnSignal, stopHttpOnSignal } from './shutdown.js';
 import { bridgePluginReloads } from '../cluster/plugin-reload-bridge.js';
-import { LegacySessionStore } from '../server/legacy-sessions.js';
-import { SharedSessionLayer } from '../server/shared-sessions.js';
-import { SharedStreams } from '../server/shared-streams.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -105,69 +102,6 @@ interface ServeFlags {
   redis?: string;
   workers?: number;
   drainMs?: number;
-}
-
-/** The scale-out modes' shared state (docs/scale-out.md); none for a single process. */
-async function openServeCluster(
-  s: ReturnType<typeof resolveSettings>,
-  logger: ReturnType<typeof createLogger>,
-): Promise<Cluster | undefined> {
-  if (s.cluster.redis === undefined && workerSlot() === undefined) return undefined;
-  return openCluster({
-    hubId: s.hub_id,
-    dataDir: s.dataDir,
-    redis: s.cluster.redis,
-    prefix: s.cluster.prefix,
-    worker: workerSlot() !== undefined,
-    limits: s.cluster.limits.records,
-    answers: s.cluster.limits.answers,
-    onError: (err, where) => logger.warn({ err, where }, 'cluster bus or store failure'),
-  });
-}
-
-/** Cluster modes: 2025 sessions any process serves, kept in the cluster's shared records. */
-function sharedSessions(
-  cluster: Cluster,
-  logger: ReturnType<typeof createLogger>,
-  http: HttpServerOptions,
-) {
-  const records = cluster.records();
-  // The session-side limits (limits.sessions.*) hold per process; cluster.limits bounds the store.
-  const local = new LegacySessionStore({
-    idleTimeoutMs: records.limits.idleTimeoutMs,
-    maxSessions: records.limits.maxSessions,
-    ...(http.limits === undefined ? {} : { limits: http.limits }),
-    ...(http.refused === undefined ? {} : { refused: http.refused }),
-  });
-  const onError = (err: unknown, where: string) =>
-    logger.warn({ err, where }, 'cluster session store failure');
-  return new SharedSessionLayer(local, {
-    records,
-    streams: new SharedStreams(records, cluster.bus, onError),
-    bus: cluster.bus,
-    answers: cluster.answers,
-    onError,
-    ...(http.refused === undefined ? {} : { refused: http.refused }),
-  });
-}
-
-/** The ready line on stderr (tests and scripts wait for it); a worker's names its pid. */
-function announce(
-  http: { url: string; server: Server },
-  tools: number,
-  cluster: Cluster | undefined,
-): void {
-  const slot = workerSlot();
-  if (cluster !== undefined) {
-    // Which process answered: for operators checking their load balancer (and the tests).
-    const id = cluster.instanceId;
-    http.server.prependListener('request', (_req, res) => res.setHeader('X-Moonhub-Instance', id));
-  }
-  process.stderr.write(
-    slot === undefined
-      ? `moonhub: serving MCP at ${http.url} (${tools} tools${cluster === undefined ? '' : `, instance ${cluster.instanceId}`})\n`
-      : `moonhub: worker ${slot} (pid ${process.pid}, instance ${cluster!.instanceId}) ready at ${http.url} (${tools} tools)\n`,
-  );
 }
 
 /** What `moonhub dev` adds to `serve`: its per-call line and its start-up text. */
