@@ -32,6 +32,10 @@ CREATE TABLE IF NOT EXISTS buckets (
   at       INTEGER NOT NULL,
   expires  INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS instances (
+  id     TEXT PRIMARY KEY,
+  until  INTEGER NOT NULL
+);
 CREATE INDEX IF NOT EXISTS buckets_expires ON buckets (expires);
 `;
 

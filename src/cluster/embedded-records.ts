@@ -165,6 +165,21 @@ export class EmbeddedRecords implements SessionRecordStore {
     this.db.prepare('DELETE FROM stream_events WHERE stream = ?').run(stream);
   }
 
+  async markAlive(instance: string, ttlMs: number): Promise<void> {
+    const now = Date.now();
+    this.db
+      .prepare('INSERT OR REPLACE INTO instances (id, until) VALUES (?, ?)')
+      .run(instance, now + ttlMs);
+    // Killed workers' rows go once long expired.
+    this.db.prepare('DELETE FROM instances WHERE until < ?').run(now - 60_000);
+  }
+
+  async isAlive(instance: string): Promise<boolean> {
+    const row = this.db.prepare('SELECT until FROM instances WHERE id = ?').get(instance) as
+      { until: number } | undefined;
+    return row !== undefined && row.until >= Date.now();
+  }
+
   async close(): Promise<void> {
     clearInterval(this.sweeper);
   }
@@ -190,6 +205,7 @@ export function replayOf(
   if (rows.length === 0) return undefined;
   let expected = afterSeq + 1;
   let complete = rows[0]!.seq <= expected;
+  const head = rows.find((r) => r.data !== null)?.data ?? undefined;
   const events: EventReplay['events'] = [];
   for (const r of rows) {
     if (r.seq <= afterSeq) continue;
@@ -197,5 +213,5 @@ export function replayOf(
     expected = r.seq + 1;
     if (r.data !== null) events.push({ seq: r.seq, data: r.data });
   }
-  return { events, complete };
+  return head === undefined ? { events, complete } : { events, complete, head };
 }

@@ -236,6 +236,14 @@ export class RedisRecords implements SessionRecordStore {
     await this.r.del(`${this.prefix}:ev:${stream}`);
   }
 
+  async markAlive(instance: string, ttlMs: number): Promise<void> {
+    await this.r.set(`${this.prefix}:alive:${instance}`, '1', 'PX', ttlMs);
+  }
+
+  async isAlive(instance: string): Promise<boolean> {
+    return (await this.r.exists(`${this.prefix}:alive:${instance}`)) === 1;
+  }
+
   async close(): Promise<void> {
     this.touched.clear();
   }

@@ -44,6 +44,8 @@ export interface EventReplay {
   events: StoredEvent[];
   /** False when events after the asked one were dropped (bounds): the replay has a gap. */
   complete: boolean;
+  /** The earliest kept event's data (even one the client had): who wrote the stream. */
+  head?: string;
 }
 
 export interface RecordLimits {
@@ -59,6 +61,11 @@ export interface RecordLimits {
   maxEventBytes: number;
   /** A stream's events are forgotten this long after its last event (default 10 min). */
   eventTtlMs: number;
+  /**
+   * An instance not refreshed for this long is dead (default 5 s, refreshed every fifth of it):
+   * a stream resumed elsewhere then ends with `instance_lost` for the call it ran.
+   */
+  instanceTtlMs: number;
 }
 
 export const DEFAULT_RECORD_LIMITS: Readonly<RecordLimits> = {
@@ -68,6 +75,7 @@ export const DEFAULT_RECORD_LIMITS: Readonly<RecordLimits> = {
   maxEventsPerStream: 1000,
   maxEventBytes: 1024 * 1024,
   eventTtlMs: 10 * 60_000,
+  instanceTtlMs: 5000,
 };
 
 export interface SessionRecordStore {
@@ -91,6 +99,10 @@ export interface SessionRecordStore {
   eventsAfter(stream: string, afterSeq: number): Promise<EventReplay | undefined>;
   /** Forgets a stream whose answer was delivered. */
   dropStream(stream: string): Promise<void>;
+  /** This instance is running for `ttlMs` more (refreshed on a timer; a killed one stops). */
+  markAlive(instance: string, ttlMs: number): Promise<void>;
+  /** Whether an instance refreshed its liveness within its TTL. */
+  isAlive(instance: string): Promise<boolean>;
   close(): Promise<void>;
 }
 

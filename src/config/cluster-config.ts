@@ -13,6 +13,7 @@ export interface ClusterLimitsConfig {
   max_events_per_stream?: number;
   max_event_bytes?: number;
   event_ttl_ms?: number;
+  instance_ttl_ms?: number;
   answer_timeout_ms?: number;
   max_waiting_answers?: number;
 }
@@ -25,6 +26,7 @@ export interface ClusterLimitSettings {
     maxEventsPerStream?: number;
     maxEventBytes?: number;
     eventTtlMs?: number;
+    instanceTtlMs?: number;
   };
   answers: { timeoutMs?: number; maxPending?: number };
 }
@@ -38,6 +40,7 @@ export function clusterLimitsOf(c: ClusterLimitsConfig | undefined): ClusterLimi
   if (c?.max_events_per_stream !== undefined) records.maxEventsPerStream = c.max_events_per_stream;
   if (c?.max_event_bytes !== undefined) records.maxEventBytes = c.max_event_bytes;
   if (c?.event_ttl_ms !== undefined) records.eventTtlMs = c.event_ttl_ms;
+  if (c?.instance_ttl_ms !== undefined) records.instanceTtlMs = c.instance_ttl_ms;
   if (c?.answer_timeout_ms !== undefined) answers.timeoutMs = c.answer_timeout_ms;
   if (c?.max_waiting_answers !== undefined) answers.maxPending = c.max_waiting_answers;
   return { records, answers };

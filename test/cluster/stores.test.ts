@@ -95,6 +95,7 @@ function recordContract(name: string, open: () => Open): void {
       for (let seq = 1; seq <= 4; seq++) await store.appendEvent(stream, seq, `{"n":${seq}}`);
       assert.deepEqual(await store.eventsAfter(stream, 2), {
         complete: true,
+        head: '{"n":1}',
         events: [
           { seq: 3, data: '{"n":3}' },
           { seq: 4, data: '{"n":4}' },
@@ -114,6 +115,21 @@ function recordContract(name: string, open: () => Open): void {
       await store.dropStream(stream);
       assert.equal(await store.eventsAfter(stream, 0), undefined);
       await assert.rejects(store.eventsAfter('../x y', 0), /bad stream id/);
+    });
+
+    it('an instance is alive while it refreshes its liveness, dead once its TTL ran out', async () => {
+      const store = open()();
+      const me = 'i' + Math.random().toString(36).slice(2);
+      assert.equal(await store.isAlive(me), false, 'never seen');
+      await store.markAlive(me, 2000);
+      assert.equal(await store.isAlive(me), true);
+      await sleep(1200);
+      await store.markAlive(me, 2000);
+      await sleep(1200);
+      assert.equal(await store.isAlive(me), true, 'refreshed in time');
+      await sleep(1500);
+      assert.equal(await store.isAlive(me), false, 'no refresh for longer than the TTL');
+      assert.equal(await store.isAlive('other'), false);
     });
   });
 }

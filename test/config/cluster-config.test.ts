@@ -53,7 +53,7 @@ describe('cluster config', () => {
       'l.yaml',
       'cluster: { limits: { max_sessions: 5, idle_timeout_ms: 60000, max_subscriptions: 7,' +
         ' max_events_per_stream: 9, max_event_bytes: 4096, event_ttl_ms: 5000,' +
-        ' answer_timeout_ms: 2000, max_waiting_answers: 3 } }\n',
+        ' instance_ttl_ms: 3000, answer_timeout_ms: 2000, max_waiting_answers: 3 } }\n',
     );
     assert.deepEqual(resolveSettings({ config: cfg }).cluster.limits, {
       records: {
@@ -63,6 +63,7 @@ describe('cluster config', () => {
         maxEventsPerStream: 9,
         maxEventBytes: 4096,
         eventTtlMs: 5000,
+        instanceTtlMs: 3000,
       },
       answers: { timeoutMs: 2000, maxPending: 3 },
     });
@@ -78,6 +79,7 @@ describe('cluster config', () => {
       ['cluster: { limits: { max_sessions: 0 } }', /max_sessions/],
       ['cluster: { limits: { idle_timeout_ms: 5 } }', /idle_timeout_ms/],
       ['cluster: { limits: { max_session: 5 } }', /max_session/],
+      ['cluster: { limits: { instance_ttl_ms: 999 } }', /instance_ttl_ms/],
     ] as const)
       assert.throws(() => loadConfig(file('bad.yaml', text)), key, text);
   });
