@@ -169,6 +169,12 @@ export const WIRE_ERRORS = {
     status: 404,
     message: 'Not Found: no stream to resume at event {event}',
   },
+  instance_lost: {
+    code: SERVER_ERROR,
+    status: 502,
+    message:
+      'Bad Gateway: the hub instance running this call ({instance}) stopped before answering; the call may be retried',
+  },
   shutting_down: {
     code: SERVER_ERROR,
     status: 503,

@@ -264,7 +264,7 @@ class HttpTransport implements McpHttpHandler, SessionSource {
     scope: RequestScope,
   ): Promise<void> {
     const session = scope.session as LegacySession | undefined;
-    const channel = new PostResponseChannel(res, req, session, this.dispatcher.flow);
+    const channel = new PostResponseChannel(res, req, session, this.dispatcher.flow, true, msg.id);
     const out = await this.inbound.dispatch({ msg, scope }, channel);
     if (session !== undefined && this.sessions.shared !== undefined) {
       const refused = await this.commit(session);

@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { localError, wireError } from '../errors.js';
 import { RequestChannel } from './channel.js';
 import type { FlowLimits } from './flow-limits.js';
+import type { JsonRpcId } from './jsonrpc.js';
 import { DEFAULT_RETRY_MS, ResumableStreams, type ResumableStream } from './resumable.js';
 import type { SessionRecord } from './session.js';
 
@@ -33,6 +34,8 @@ export class PostResponseChannel extends RequestChannel {
     private readonly flow: FlowLimits,
     /** Batch members share one response and cannot stream. */
     private readonly canStream = true,
+    /** The request's id: a resumption elsewhere answers it if this process dies (cluster). */
+    private readonly requestId?: JsonRpcId,
   ) {
     super();
   }
@@ -67,6 +70,7 @@ export class PostResponseChannel extends RequestChannel {
       const stream = (session.resumable ??= new ResumableStreams(session.streamMirror)).open(
         res,
         this.flow.streamBufferBytes,
+        this.requestId,
       );
       this.resumable = stream;
       stream.prime(DEFAULT_RETRY_MS);

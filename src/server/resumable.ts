@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
+import type { JsonRpcId } from './jsonrpc.js';
 
 /** Reconnection delay suggested to clients in the priming event. */
 export const DEFAULT_RETRY_MS = 1000;
@@ -20,8 +21,17 @@ const MAX_EVENTS = 1000;
  * (`shared-streams.ts`). Absent for a single process.
  */
 export interface StreamMirror {
-  /** One event (`final`: the request's answer); seq 0 with an empty frame is the priming one. */
-  event(stream: string, seq: number, frame: string, final: boolean): void;
+  /**
+   * One event (`final`: the request's answer); seq 0 with an empty frame is the priming one.
+   * `request` is the id of the request the stream answers.
+   */
+  event(
+    stream: string,
+    seq: number,
+    frame: string,
+    final: boolean,
+    request: JsonRpcId | undefined,
+  ): void;
   /** The answer reached a client: the kept events may go. */
   delivered(stream: string): void;
 }
@@ -42,6 +52,7 @@ export class ResumableStream {
     private readonly owner: ResumableStreams,
     /** Bytes of events kept for a replay (limits.streams.buffer_bytes). */
     private readonly maxKeptBytes: number,
+    private readonly request?: JsonRpcId,
   ) {
     this.res = res;
   }
@@ -62,7 +73,7 @@ export class ResumableStream {
   /** The priming event: an id to resume from, and when to reconnect. */
   prime(retryMs: number): void {
     this.res?.write(`id: ${this.id}_0\nretry: ${retryMs}\ndata: \n\n`);
-    this.owner.mirror?.event(this.id, 0, '', false);
+    this.owner.mirror?.event(this.id, 0, '', false, this.request);
   }
 
   /** Sends one message (kept until the answer is delivered). */
@@ -76,7 +87,7 @@ export class ResumableStream {
       (this.events.length > MAX_EVENTS || this.keptChars > this.maxKeptBytes)
     )
       this.keptChars -= this.events.shift()!.frame.length;
-    this.owner.mirror?.event(this.id, seq, frame, final);
+    this.owner.mirror?.event(this.id, seq, frame, final, this.request);
     this.res?.write(frame);
   }
 
@@ -132,8 +143,8 @@ export class ResumableStreams {
 
   constructor(readonly mirror?: StreamMirror) {}
 
-  open(res: ServerResponse, maxKeptBytes: number): ResumableStream {
-    return new ResumableStream(randomBytes(8).toString('hex'), res, this, maxKeptBytes);
+  open(res: ServerResponse, maxKeptBytes: number, request?: JsonRpcId): ResumableStream {
+    return new ResumableStream(randomBytes(8).toString('hex'), res, this, maxKeptBytes, request);
   }
 
   park(stream: ResumableStream): void {

@@ -124,6 +124,7 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
 
   closeAll(): void {
     clearInterval(this.sweeper);
+    this.opts.streams.close();
     this.local.closeAll();
     for (const s of this.adopted.values()) end(s);
     this.adopted.clear();

@@ -4,9 +4,15 @@
  * whose connection broke (its process may have died) can come back with `Last-Event-ID` through
  * any process: that one replays the kept events after the id, then follows the live ones until
  * the answer. The process that wrote the stream drops the log once the answer reached a client.
+ *
+ * A process that dies cannot answer: each one marks itself alive in the store (a key with a
+ * TTL, refreshed on a timer), every kept event names its writer and the request, and a resumed
+ * stream whose writer stopped being alive ends with `instance_lost` for that request, which the
+ * client may retry. A live writer's long call is followed to its real answer.
  */
 import type { ServerResponse } from 'node:http';
 import { wireError, type WireError } from '../errors.js';
+import { serializeWireError, type JsonRpcId } from './jsonrpc.js';
 import type { MessageBus } from '../cluster/bus.js';
 import { STREAM_ID, type SessionRecordStore } from '../cluster/session-records.js';
 import { channels } from '../cluster/topics.js';
@@ -19,6 +25,10 @@ interface Kept {
   frame: string;
   /** The request's answer: the stream ends after it. */
   final?: true;
+  /** The instance running the call. */
+  writer?: string;
+  /** The id of the request the stream answers. */
+  request?: JsonRpcId;
 }
 
 interface Live extends Kept {
@@ -26,22 +36,54 @@ interface Live extends Kept {
 }
 
 export class SharedStreams {
+  private readonly heartbeat: NodeJS.Timeout;
+  /** How often a resumed stream checks that its writer still runs. */
+  private readonly checkMs: number;
+
   constructor(
     private readonly records: SessionRecordStore,
     private readonly bus: MessageBus,
     private readonly onError?: (err: unknown, where: string) => void,
-  ) {}
+  ) {
+    // A dead writer is noticed at most `instanceTtlMs + checkMs` after it stopped.
+    const ttl = records.limits.instanceTtlMs;
+    this.checkMs = Math.min(1000, Math.floor(ttl / 5));
+    const beat = (): void => {
+      this.records
+        .markAlive(this.bus.instanceId, ttl)
+        .catch((err: unknown) => this.onError?.(err, 'instance liveness'));
+    };
+    beat();
+    this.heartbeat = setInterval(beat, Math.floor(ttl / 5));
+    this.heartbeat.unref();
+  }
+
+  close(): void {
+    clearInterval(this.heartbeat);
+  }
 
   /** The mirror of one session's resumable streams. */
   forSession(session: string): StreamMirror {
     return {
-      event: (stream, seq, frame, final) => this.event(session, stream, seq, frame, final),
+      event: (stream, seq, frame, final, request) =>
+        this.event(
+          {
+            session,
+            frame,
+            writer: this.bus.instanceId,
+            ...(request === undefined ? {} : { request }),
+          },
+          stream,
+          seq,
+          final,
+        ),
       delivered: (stream) => this.delivered(stream),
     };
   }
 
-  private event(session: string, stream: string, seq: number, frame: string, final: boolean) {
-    const kept: Kept = final ? { session, frame, final } : { session, frame };
+  private event(base: Kept, stream: string, seq: number, final: boolean) {
+    const kept: Kept = final ? { ...base, final } : base;
+    const frame = kept.frame;
     this.records
       .appendEvent(stream, seq, JSON.stringify(kept))
       .catch((err: unknown) => this.onError?.(err, 'stream event append'));
@@ -134,6 +176,51 @@ export class SharedStreams {
     const early = live.early ?? [];
     live.early = undefined;
     for (const e of early) write(e);
+    if (!res.writableEnded && replay.head !== undefined)
+      this.watchWriter(res, stream, JSON.parse(replay.head) as Kept, live, off);
     return undefined;
+  }
+
+  /**
+   * Follows the liveness of the instance running the call: once it is gone, the answer can never
+   * come, so the stream ends with `instance_lost` for the request (the client may retry it).
+   */
+  private watchWriter(
+    res: ServerResponse,
+    stream: string,
+    head: Kept,
+    live: { last: number },
+    off: () => void,
+  ): void {
+    const writer = head.writer;
+    if (typeof writer !== 'string' || writer === this.bus.instanceId) return;
+    let busy = false;
+    const check = async (): Promise<void> => {
+      if (res.writableEnded || res.destroyed) return void clearInterval(timer);
+      if (busy) return;
+      busy = true;
+      try {
+        if (await this.records.isAlive(writer)) return;
+      } catch (err) {
+        this.onError?.(err, 'instance liveness check');
+        return;
+      } finally {
+        busy = false;
+      }
+      clearInterval(timer);
+      if (res.writableEnded || res.destroyed) return;
+      off();
+      const request = head.request;
+      if (typeof request === 'string' || typeof request === 'number') {
+        const json = serializeWireError(request, wireError('instance_lost', { instance: writer }));
+        res.write(`id: ${stream}_${live.last + 1}\nevent: message\ndata: ${json}\n\n`);
+      }
+      res.end();
+      this.delivered(stream);
+    };
+    const timer = setInterval(() => void check(), this.checkMs);
+    timer.unref();
+    res.once('close', () => clearInterval(timer));
+    void check();
   }
 }

@@ -30,7 +30,7 @@ mcp.tool("probe.ask", { description = "asks a name" }, function(params, context)
     requested_schema = { type = "object", properties = { name = { type = "string" } } } }
   return "hello " .. tostring(a.content and a.content.name)
 end)
-mcp.tool("probe.slow", { description = "logs, waits, logs, answers" }, function(params, context)
+mcp.tool("probe.slow", { description = "logs, waits, logs, answers", timeout_ms = 70000 }, function(params, context)
   for i = 1, 3 do context.log("warning", "step-" .. i); task.sleep(50) end
   task.sleep(params.wait or 1500)
   for i = 4, 5 do context.log("warning", "step-" .. i) end
@@ -204,6 +204,35 @@ describe(
         assert.equal((await sessionPost(mcp, token, sessionId, tool('probe.echo'))).status, 403);
     });
 
+    it('a resumed stream of a slow call on a live instance gets its real answer', async () => {
+      const { token } = await newToken();
+      const { sessionId } = await initializeSession(mcp, token);
+      // Longer than the liveness TTL (5 s) and a few checks: a live writer is never cut.
+      const running = await rawRequest(mcp, {
+        method: 'POST',
+        token,
+        sessionId,
+        body: call('tools/call', { name: 'probe.slow', arguments: { wait: 8000 } }),
+      });
+      assert.equal(running.status, 200);
+      await running.waitFor(/step-3/);
+      const ids = [...running.text().matchAll(/^id: (\S+)$/gm)].map((m) => m[1]!);
+      running.close();
+      const resumed = await rawRequest(mcp, {
+        method: 'GET',
+        token,
+        sessionId,
+        headers: { 'Last-Event-ID': ids[ids.length - 1]! },
+      });
+      assert.equal(resumed.status, 200);
+      assert.notEqual(resumed.instance, running.instance);
+      await resumed.waitFor(/slow done/, 30_000);
+      const text = resumed.text();
+      assert.match(text, /step-4[\s\S]*step-5/);
+      assert.doesNotMatch(text, /instance_lost|stopped before answering/);
+      resumed.close();
+    });
+
     it('an instance killed mid-run: the session carries on through the others', async () => {
       const { token } = await newToken();
       const { sessionId } = await initializeSession(mcp, token);
@@ -229,15 +258,12 @@ describe(
       assert.equal(after.size, 2, 'the two survivors serve the session');
     });
 
-    it('a POST stream whose instance was killed is resumed on another with Last-Event-ID', async () => {
+    it('a POST stream whose instance was killed is resumed on another with Last-Event-ID', async (t) => {
       const { token } = await newToken();
       const { sessionId } = await initializeSession(mcp, token);
-      const running = await rawRequest(mcp, {
-        method: 'POST',
-        token,
-        sessionId,
-        body: call('tools/call', { name: 'probe.slow', arguments: { wait: 3000 } }),
-      });
+      const body = call('tools/call', { name: 'probe.slow', arguments: { wait: 60_000 } });
+      const requestId = body.id;
+      const running = await rawRequest(mcp, { method: 'POST', token, sessionId, body });
       assert.equal(running.status, 200);
       await running.waitFor(/step-1/);
       const ids = [...running.text().matchAll(/^id: (\S+)$/gm)].map((m) => m[1]!);
@@ -247,6 +273,7 @@ describe(
       const owner = hubs.find((h) => h.log().includes(`instance ${running.instance}`))!;
       assert.ok(owner, `no hub is instance ${running.instance}`);
       owner.child.kill('SIGKILL');
+      const killedAt = Date.now();
       const resumed = await rawRequest(mcp, {
         method: 'GET',
         token,
@@ -257,8 +284,27 @@ describe(
       assert.notEqual(resumed.instance, running.instance);
       await resumed.waitFor(/step-2[\s\S]*step-3/, 5000);
       assert.doesNotMatch(resumed.text(), /step-1/, 'replayed an event the client had');
-      // The call died with its instance: the stream waits for an answer that will not come.
-      resumed.close();
+      // The call died with its instance: the stream ends with an error for its request, within
+      // the liveness TTL (5 s) and a check (1 s) of the kill, with a margin for a loaded box.
+      const text = await Promise.race([
+        resumed.done,
+        new Promise<never>((_, no) =>
+          setTimeout(() => no(new Error(`no end ${resumed.text()}`)), 15_000),
+        ),
+      ]);
+      const lost = Date.now() - killedAt;
+      const frames = [...text.matchAll(/^data: (\{.*\})$/gm)].map(
+        (m) => JSON.parse(m[1]!) as { id?: unknown; error?: { code: number; message: string } },
+      );
+      const answer = frames[frames.length - 1]!;
+      assert.equal(answer.id, requestId);
+      assert.equal(answer.error?.code, -32000);
+      assert.match(
+        answer.error?.message ?? '',
+        /stopped before answering; the call may be retried/,
+      );
+      assert.ok(lost < 12_000, `the error came ${lost} ms after the kill`);
+      t.diagnostic(`instance_lost reached the resumed stream ${lost} ms after the kill`);
     });
   },
 );
