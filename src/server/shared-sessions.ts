@@ -162,20 +162,34 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     if (before === undefined) {
       // The initialize of a session made here: its record, so every process can serve it.
       const now = Date.now();
-      const ok = await records.create({
-        id: s.id,
-        protocolVersion: s.protocolVersion,
-        ...(s.principal === undefined ? {} : { principal: s.principal }),
-        ...(s.logLevel === undefined ? {} : { logLevel: s.logLevel }),
-        ...(s.clientCapabilities === undefined ? {} : { clientCapabilities: s.clientCapabilities }),
-        subscriptions: [...(s.subscriptions ?? [])],
-        createdAt: now,
-        lastSeen: now,
-      });
-      if (!ok) {
+      const limits = this.local.limits;
+      const admitted = await records.admit(
+        {
+          id: s.id,
+          protocolVersion: s.protocolVersion,
+          ...(s.principal === undefined ? {} : { principal: s.principal }),
+          ...(s.logLevel === undefined ? {} : { logLevel: s.logLevel }),
+          ...(s.clientCapabilities === undefined
+            ? {}
+            : { clientCapabilities: s.clientCapabilities }),
+          subscriptions: [...(s.subscriptions ?? [])],
+          createdAt: now,
+          lastSeen: now,
+        },
+        // limits.sessions.* hold cluster-wide here, not only in this process's own index.
+        { perPrincipal: limits.sessionsPerPrincipal, evictIdleMs: limits.sessionEvictIdleMs },
+      );
+      if (!admitted.ok) {
         this.local.delete(s.id);
-        this.opts.refused?.('sessions');
-        return wireError('too_many_sessions');
+        this.opts.refused?.(admitted.limit);
+        return admitted.limit === 'sessions'
+          ? wireError('too_many_sessions', { max: records.limits.maxSessions })
+          : wireError('sessions_per_principal', { max: limits.sessionsPerPrincipal });
+      }
+      // Sessions ended to make room: the process holding one ends its stream and calls.
+      for (const id of admitted.evicted) {
+        this.forget(id);
+        this.opts.bus.publish(channels.session(id), { close: true });
       }
       this.written.set(s, snapshot(s));
       return undefined;
