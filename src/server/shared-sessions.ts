@@ -51,6 +51,7 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
   private readonly adopted = new Map<string, SessionRecord>();
   private readonly written = new WeakMap<SessionRecord, Written>();
   private readonly sweeper: NodeJS.Timeout;
+  private readonly busyToucher: NodeJS.Timeout;
 
   constructor(
     private readonly local: LegacySessionStore,
@@ -59,6 +60,11 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     const every = Math.max(50, Math.min(60_000, Math.floor(local.idleTimeoutMs / 2)));
     this.sweeper = setInterval(() => this.sweepAdopted(Date.now()), every);
     this.sweeper.unref();
+    // A call in flight is activity the shared store cannot see: touch its record well within
+    // the evict age, so another process never ends a session whose call is running.
+    const busyEvery = Math.max(100, Math.floor(local.limits.sessionEvictIdleMs / 4));
+    this.busyToucher = setInterval(() => this.touchBusy(), busyEvery);
+    this.busyToucher.unref();
   }
 
   get shared(): SharedSessions {
@@ -124,6 +130,7 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
 
   closeAll(): void {
     clearInterval(this.sweeper);
+    clearInterval(this.busyToucher);
     this.local.closeAll();
     for (const s of this.adopted.values()) end(s);
     this.adopted.clear();
@@ -295,6 +302,14 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     this.opts.records
       .update(id, { streamOwner: owner })
       .catch((err: unknown) => this.opts.onError?.(err, 'session stream owner'));
+  }
+
+  private touchBusy(): void {
+    for (const s of this.values())
+      if (s.inflight.size > 0)
+        this.opts.records
+          .touch(s.id)
+          .catch((err: unknown) => this.opts.onError?.(err, 'session touch'));
   }
 
   /** Copies of other processes' sessions are caches: idle ones without a stream go. */

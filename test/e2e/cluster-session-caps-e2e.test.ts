@@ -18,7 +18,13 @@ import {
   sessionPost,
 } from '../helpers/legacy-raw.js';
 
-const PLUGIN = `mcp.tool("probe.echo", { description = "echo" }, function() return "echoed" end)`;
+const PLUGIN = `
+mcp.tool("probe.echo", { description = "echo" }, function() return "echoed" end)
+mcp.tool("probe.slow", { description = "waits" }, function(params)
+  task.sleep(params.wait or 1000)
+  return "slow done"
+end)
+`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One initialize: its status, body and session id (no notifications/initialized needed). */
@@ -186,5 +192,54 @@ cluster: { workers: 2 }
     }
     const other = await initializeSession(hub.url, b);
     assert.equal((await sessionPost(hub.url, b, other.sessionId, call('ping'))).status, 200);
+  });
+});
+
+describe('serve --workers 2: eviction across workers spares a session whose call runs', () => {
+  let dir: HubDir;
+  let cfg: string;
+  let hub: MoonhubProcess;
+
+  before(async () => {
+    dir = makeHubDir({ probe: PLUGIN });
+    cfg = dir.write(
+      'moonhub.yaml',
+      `
+hub_id: local
+auth: { mode: token }
+plugins: { dirs: [plugins] }
+agents: { worker: {} }
+limits: { sessions: { per_principal: 2, evict_idle_ms: 1000 } }
+cluster: { workers: 2 }
+`,
+    );
+    hub = await startMoonhub(['--config', cfg, '--data', dir.data]);
+    for (let i = 0; (hub.log().match(/worker \d+ \(pid \d+, instance/g) ?? []).length < 2; i++) {
+      assert.ok(i < 300, `two workers not ready:\n${hub.log()}`);
+      await sleep(100);
+    }
+  });
+  after(async () => hub?.stop());
+
+  it('the principal at its cap gives up its idle session, not the older one with a call running', async () => {
+    const a = createSession(['--config', cfg, '--data', dir.data, '--agent', 'worker']).token;
+    const busy = (await initializeSession(hub.url, a)).sessionId;
+    const slow = sessionPost(
+      hub.url,
+      a,
+      busy,
+      call('tools/call', { name: 'probe.slow', arguments: { wait: 4000 } }),
+    );
+    await sleep(300);
+    // Opened after the call started: `busy` is the older in last activity, yet must be spared.
+    const idle = (await initializeSession(hub.url, a)).sessionId;
+    await sleep(2500); // both silent past evict_idle_ms; only `busy` has a call running
+    const third = await tryInit(hub.url, a);
+    assert.equal(third.status, 200, third.text);
+    assert.equal((await ping(hub.url, a, idle)).status, 404, 'the idle one made room');
+    const done = await slow;
+    assert.equal(done.status, 200, done.text);
+    assert.match(done.text, /slow done/);
+    assert.equal((await ping(hub.url, a, busy)).status, 200);
   });
 });
