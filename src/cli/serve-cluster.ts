@@ -38,7 +38,8 @@ export function sharedSessions(
   http: HttpServerOptions,
 ) {
   const records = cluster.records();
-  // The session-side limits (limits.sessions.*) hold per process; cluster.limits bounds the store.
+  // limits.sessions.per_principal and eviction hold cluster-wide (SharedSessionLayer.commit admits
+  // in the shared store); max_sessions bounds the store and each process's own table too.
   const local = new LegacySessionStore({
     idleTimeoutMs: records.limits.idleTimeoutMs,
     maxSessions: records.limits.maxSessions,

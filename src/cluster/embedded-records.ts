@@ -7,6 +7,8 @@ import type Database from 'better-sqlite3';
 import {
   checkStream,
   recordLimits,
+  type AdmitCaps,
+  type Admission,
   type EventReplay,
   type ProtocolSessionRecord,
   type RecordLimits,
@@ -64,16 +66,63 @@ export class EmbeddedRecords implements SessionRecordStore {
   }
 
   async create(rec: ProtocolSessionRecord): Promise<boolean> {
+    return (await this.admit(rec, {})).ok;
+  }
+
+  /** One immediate transaction: every worker's admission sees the others' (a cluster-wide cap). */
+  async admit(rec: ProtocolSessionRecord, caps: AdmitCaps): Promise<Admission> {
     return this.db
-      .transaction(() => {
-        if (this.count() >= this.limits.maxSessions) {
-          this.sweep(Date.now());
-          if (this.count() >= this.limits.maxSessions) return false;
+      .transaction((): Admission => {
+        const now = Date.now();
+        const principal = rec.principal ?? null;
+        const evicted: string[] = [];
+        const perMax = caps.perPrincipal ?? this.limits.maxSessions;
+        const cutoff = caps.evictIdleMs === undefined ? undefined : now - caps.evictIdleMs;
+        if (this.countOf(principal, now) >= perMax) {
+          const victim = this.oldestIdle(principal, cutoff);
+          if (victim === undefined) return { ok: false, limit: 'sessions_per_principal' };
+          evicted.push(victim);
         }
+        if (this.count() - evicted.length >= this.limits.maxSessions) {
+          this.sweep(now);
+          if (this.count() - evicted.length >= this.limits.maxSessions) {
+            const victim = this.oldestIdle(undefined, cutoff, evicted[0]);
+            if (victim === undefined) return { ok: false, limit: 'sessions' };
+            evicted.push(victim);
+          }
+        }
+        for (const id of evicted)
+          this.db.prepare('DELETE FROM proto_sessions WHERE id = ?').run(id);
         this.write({ ...rec, subscriptions: [...new Set(rec.subscriptions)] });
-        return true;
+        return { ok: true, evicted };
       })
       .immediate();
+  }
+
+  private countOf(principal: string | null, now: number): number {
+    return this.db
+      .prepare<[string | null, number], number>(
+        'SELECT count(*) FROM proto_sessions WHERE principal IS ? AND last_seen >= ?',
+      )
+      .pluck()
+      .get(principal, now - this.limits.idleTimeoutMs)!;
+  }
+
+  /** The oldest session silent since `cutoff` (of `principal`, or of anybody when undefined). */
+  private oldestIdle(
+    principal: string | null | undefined,
+    cutoff: number | undefined,
+    except = '',
+  ): string | undefined {
+    if (cutoff === undefined) return undefined;
+    const own = principal === undefined ? '' : 'principal IS ? AND ';
+    const args = principal === undefined ? [cutoff, except] : [principal, cutoff, except];
+    return this.db
+      .prepare<unknown[], string>(
+        `SELECT id FROM proto_sessions WHERE ${own}last_seen <= ? AND id != ? ORDER BY last_seen LIMIT 1`,
+      )
+      .pluck()
+      .get(...args);
   }
 
   async get(id: string): Promise<ProtocolSessionRecord | undefined> {

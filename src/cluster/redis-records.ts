@@ -2,7 +2,8 @@
  * Session records and stream events on Redis, for instances on several machines. A session is
  * a hash (`<prefix>:ps:<id>`, one field per property so that two instances changing different
  * properties never overwrite each other) and a set of subscriptions, both expiring after the idle
- * timeout; a sorted set indexes them by last activity for the `maxSessions` bound. Each change is
+ * timeout; sorted sets index them by last activity, all and per principal, for the
+ * `maxSessions` and per-principal bounds and oldest-idle eviction. Each change is
  * one Lua script, atomic on the server. A stream's events are a capped list with a TTL.
  */
 import { replayOf } from './embedded-records.js';
@@ -10,6 +11,8 @@ import type { Redis } from './redis.js';
 import {
   checkStream,
   recordLimits,
+  type AdmitCaps,
+  type Admission,
   type EventReplay,
   type ProtocolSessionRecord,
   type RecordLimits,
@@ -17,19 +20,46 @@ import {
   type SessionRecordStore,
 } from './session-records.js';
 
-const CREATE = `
+/*
+ * Admission of a new session (KEYS: index, hash, subs, the principal's index). ARGV: now, idle,
+ * max, id, principal, per-principal cap, evict age (-1: never evict), prefix, then fields. The
+ * indexes are sorted sets scored by last activity, so the oldest idle session is the first one.
+ */
+const ADMIT = `
 local now, idle, max = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local id, perMax, evictAge, prefix = ARGV[4], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - idle)
-if redis.call('ZCARD', KEYS[1]) >= max then return 0 end
-redis.call('ZADD', KEYS[1], now, ARGV[4])
-redis.call('DEL', KEYS[2], KEYS[3])
-for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
-redis.call('PEXPIRE', KEYS[2], idle)
-if ARGV[5] ~= '' then
-  redis.call('SADD', KEYS[4], ARGV[4])
-  redis.call('PEXPIRE', KEYS[4], idle)
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - idle)
+local evicted = {}
+local function oldestIdle(key)
+  if evictAge < 0 then return nil end
+  return redis.call('ZRANGEBYSCORE', key, '-inf', now - evictAge, 'LIMIT', 0, 1)[1]
 end
-return 1`;
+local function evict(victim)
+  local hash = prefix .. ':ps:' .. victim
+  local p = redis.call('HGET', hash, 'principal')
+  redis.call('DEL', hash, hash .. ':subs')
+  redis.call('ZREM', KEYS[1], victim)
+  redis.call('ZREM', prefix .. ':ps-byp:' .. (p and cjson.decode(p) or ''), victim)
+  evicted[#evicted + 1] = victim
+end
+if redis.call('ZCARD', KEYS[4]) >= perMax then
+  local v = oldestIdle(KEYS[4])
+  if not v then return {'sessions_per_principal'} end
+  evict(v)
+end
+if redis.call('ZCARD', KEYS[1]) >= max then
+  local v = oldestIdle(KEYS[1])
+  if not v then return {'sessions'} end
+  evict(v)
+end
+redis.call('ZADD', KEYS[1], now, id)
+redis.call('ZADD', KEYS[4], now, id)
+redis.call('PEXPIRE', KEYS[4], idle)
+redis.call('DEL', KEYS[2], KEYS[3])
+for i = 9, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+redis.call('PEXPIRE', KEYS[2], idle)
+return {'ok', unpack(evicted)}`;
 
 const UPDATE = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -46,6 +76,10 @@ redis.call('HSET', KEYS[1], 'lastSeen', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], idle)
 redis.call('PEXPIRE', KEYS[2], idle)
 redis.call('ZADD', KEYS[3], now, ARGV[3])
+local p = redis.call('HGET', KEYS[1], 'principal')
+local byp = ARGV[4] .. ':ps-byp:' .. (p and cjson.decode(p) or '')
+redis.call('ZADD', byp, now, ARGV[3])
+redis.call('PEXPIRE', byp, idle)
 return 1`;
 
 const SUBSCRIBE = `
@@ -63,7 +97,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1`;
 
 interface Scripts {
-  mhCreate(...args: (string | number)[]): Promise<number>;
+  mhAdmit(...args: (string | number)[]): Promise<string[]>;
   mhUpdate(...args: (string | number)[]): Promise<number>;
   mhTouch(...args: (string | number)[]): Promise<number>;
   mhSubscribe(...args: (string | number)[]): Promise<'ok' | 'full' | 'gone'>;
@@ -94,7 +128,7 @@ export class RedisRecords implements SessionRecordStore {
   ) {
     this.limits = recordLimits(limits);
     this.touchEveryMs = Math.max(1000, Math.floor(this.limits.idleTimeoutMs / 20));
-    redis.defineCommand('mhCreate', { numberOfKeys: 4, lua: CREATE });
+    redis.defineCommand('mhAdmit', { numberOfKeys: 4, lua: ADMIT });
     redis.defineCommand('mhUpdate', { numberOfKeys: 1, lua: UPDATE });
     redis.defineCommand('mhTouch', { numberOfKeys: 3, lua: TOUCH });
     redis.defineCommand('mhSubscribe', { numberOfKeys: 2, lua: SUBSCRIBE });
@@ -111,16 +145,25 @@ export class RedisRecords implements SessionRecordStore {
   private get index(): string {
     return `${this.prefix}:ps-index`;
   }
+  /** A principal's sessions scored by last activity (the per-principal cap, revocation). */
   private byPrincipal(principal: string): string {
-    return `${this.prefix}:ps-by:${principal}`;
+    return `${this.prefix}:ps-byp:${principal}`;
   }
 
   async create(rec: ProtocolSessionRecord): Promise<boolean> {
+    return (await this.admit(rec, {})).ok;
+  }
+
+  async admit(rec: ProtocolSessionRecord, caps: AdmitCaps): Promise<Admission> {
     const fields: string[] = [];
     for (const f of FIELDS) if (rec[f] !== undefined) fields.push(f, JSON.stringify(rec[f]));
     const { maxSessions, idleTimeoutMs } = this.limits;
     const principal = rec.principal ?? '';
-    const ok = await this.r.mhCreate(
+    // A record's lastSeen lags activity by up to touchEveryMs (touches are thinned): a session
+    // counts as idle for eviction only past twice that, so an active one is never taken.
+    const evictAge =
+      caps.evictIdleMs === undefined ? -1 : Math.max(caps.evictIdleMs, 2 * this.touchEveryMs);
+    const [verdict, ...evicted] = await this.r.mhAdmit(
       this.index,
       this.key(rec.id),
       this.subsKey(rec.id),
@@ -130,9 +173,14 @@ export class RedisRecords implements SessionRecordStore {
       maxSessions,
       rec.id,
       principal,
+      caps.perPrincipal ?? maxSessions,
+      evictAge,
+      this.prefix,
       ...fields,
     );
-    if (ok !== 1) return false;
+    if (verdict !== 'ok')
+      return { ok: false, limit: verdict === 'sessions' ? 'sessions' : 'sessions_per_principal' };
+    for (const id of evicted) this.touched.delete(id);
     const subs = [...new Set(rec.subscriptions)].slice(0, this.limits.maxSubscriptions);
     if (subs.length > 0)
       await this.r
@@ -141,7 +189,7 @@ export class RedisRecords implements SessionRecordStore {
         .pexpire(this.subsKey(rec.id), idleTimeoutMs)
         .exec();
     this.touched.set(rec.id, rec.lastSeen);
-    return true;
+    return { ok: true, evicted };
   }
 
   async get(id: string): Promise<ProtocolSessionRecord | undefined> {
@@ -176,6 +224,7 @@ export class RedisRecords implements SessionRecordStore {
       now,
       this.limits.idleTimeoutMs,
       id,
+      this.prefix,
     );
     if (ok !== 1) this.touched.delete(id);
     return ok === 1;
@@ -193,20 +242,22 @@ export class RedisRecords implements SessionRecordStore {
     this.touched.delete(id);
     const principal = await this.r.hget(this.key(id), 'principal');
     const m = this.r.multi().del(this.key(id), this.subsKey(id)).zrem(this.index, id);
-    if (principal !== null) m.srem(this.byPrincipal(JSON.parse(principal) as string), id);
+    m.zrem(this.byPrincipal(principal === null ? '' : (JSON.parse(principal) as string)), id);
     const res = await m.exec();
     return ((res?.[0]?.[1] as number | undefined) ?? 0) > 0;
   }
 
   async sessionsOf(principal: string): Promise<string[]> {
-    const ids = await this.r.smembers(this.byPrincipal(principal));
+    const key = this.byPrincipal(principal);
+    await this.r.zremrangebyscore(key, '-inf', Date.now() - this.limits.idleTimeoutMs);
+    const ids = await this.r.zrange(key, 0, -1);
     if (ids.length === 0) return [];
     const m = this.r.multi();
     for (const id of ids) m.exists(this.key(id));
     const res = (await m.exec()) ?? [];
     const live = ids.filter((_, i) => res[i]?.[1] === 1);
     const dead = ids.filter((_, i) => res[i]?.[1] !== 1);
-    if (dead.length > 0) await this.r.srem(this.byPrincipal(principal), ...dead);
+    if (dead.length > 0) await this.r.zrem(key, ...dead);
     return live;
   }
 

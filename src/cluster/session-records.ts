@@ -78,10 +78,32 @@ export const DEFAULT_RECORD_LIMITS: Readonly<RecordLimits> = {
   instanceTtlMs: 5000,
 };
 
+/**
+ * The session-side caps a new session is admitted under, cluster-wide (`limits.sessions.*`,
+ * which a single process holds in its own index): one principal's sessions, and how long a
+ * session must have been silent before it may be ended to make room.
+ */
+export interface AdmitCaps {
+  /** Sessions of one principal across every process (default: unbounded but by `maxSessions`). */
+  perPrincipal?: number;
+  /** A session silent this long may be ended for a newcomer; unset: nothing is evicted. */
+  evictIdleMs?: number;
+}
+
+/** What `admit` did: stored (having ended the `evicted` ones), or which bound refused it. */
+export type Admission =
+  { ok: true; evicted: string[] } | { ok: false; limit: 'sessions' | 'sessions_per_principal' };
+
 export interface SessionRecordStore {
   readonly limits: Readonly<RecordLimits>;
   /** Stores a new session; false when `maxSessions` are open (after forgetting idle ones). */
   create(rec: ProtocolSessionRecord): Promise<boolean>;
+  /**
+   * Stores a new session under the caps, atomically across processes: a principal at its cap
+   * gives up its own oldest idle session, a full store the oldest idle one of anybody; refused
+   * when none is idle. The caller ends the evicted sessions' live copies (the bus).
+   */
+  admit(rec: ProtocolSessionRecord, caps: AdmitCaps): Promise<Admission>;
   get(id: string): Promise<ProtocolSessionRecord | undefined>;
   /** Changes some fields (null clears one); false when the session is gone. */
   update(id: string, patch: SessionPatch): Promise<boolean>;

@@ -51,6 +51,7 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
   private readonly adopted = new Map<string, SessionRecord>();
   private readonly written = new WeakMap<SessionRecord, Written>();
   private readonly sweeper: NodeJS.Timeout;
+  private readonly busyToucher: NodeJS.Timeout;
 
   constructor(
     private readonly local: LegacySessionStore,
@@ -59,6 +60,11 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     const every = Math.max(50, Math.min(60_000, Math.floor(local.idleTimeoutMs / 2)));
     this.sweeper = setInterval(() => this.sweepAdopted(Date.now()), every);
     this.sweeper.unref();
+    // A call in flight is activity the shared store cannot see: touch its record well within
+    // the evict age, so another process never ends a session whose call is running.
+    const busyEvery = Math.max(100, Math.floor(local.limits.sessionEvictIdleMs / 4));
+    this.busyToucher = setInterval(() => this.touchBusy(), busyEvery);
+    this.busyToucher.unref();
   }
 
   get shared(): SharedSessions {
@@ -125,6 +131,7 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
   closeAll(): void {
     clearInterval(this.sweeper);
     this.opts.streams.close();
+    clearInterval(this.busyToucher);
     this.local.closeAll();
     for (const s of this.adopted.values()) end(s);
     this.adopted.clear();
@@ -163,20 +170,34 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     if (before === undefined) {
       // The initialize of a session made here: its record, so every process can serve it.
       const now = Date.now();
-      const ok = await records.create({
-        id: s.id,
-        protocolVersion: s.protocolVersion,
-        ...(s.principal === undefined ? {} : { principal: s.principal }),
-        ...(s.logLevel === undefined ? {} : { logLevel: s.logLevel }),
-        ...(s.clientCapabilities === undefined ? {} : { clientCapabilities: s.clientCapabilities }),
-        subscriptions: [...(s.subscriptions ?? [])],
-        createdAt: now,
-        lastSeen: now,
-      });
-      if (!ok) {
+      const limits = this.local.limits;
+      const admitted = await records.admit(
+        {
+          id: s.id,
+          protocolVersion: s.protocolVersion,
+          ...(s.principal === undefined ? {} : { principal: s.principal }),
+          ...(s.logLevel === undefined ? {} : { logLevel: s.logLevel }),
+          ...(s.clientCapabilities === undefined
+            ? {}
+            : { clientCapabilities: s.clientCapabilities }),
+          subscriptions: [...(s.subscriptions ?? [])],
+          createdAt: now,
+          lastSeen: now,
+        },
+        // limits.sessions.* hold cluster-wide here, not only in this process's own index.
+        { perPrincipal: limits.sessionsPerPrincipal, evictIdleMs: limits.sessionEvictIdleMs },
+      );
+      if (!admitted.ok) {
         this.local.delete(s.id);
-        this.opts.refused?.('sessions');
-        return wireError('too_many_sessions');
+        this.opts.refused?.(admitted.limit);
+        return admitted.limit === 'sessions'
+          ? wireError('too_many_sessions', { max: records.limits.maxSessions })
+          : wireError('sessions_per_principal', { max: limits.sessionsPerPrincipal });
+      }
+      // Sessions ended to make room: the process holding one ends its stream and calls.
+      for (const id of admitted.evicted) {
+        this.forget(id);
+        this.opts.bus.publish(channels.session(id), { close: true });
       }
       this.written.set(s, snapshot(s));
       return undefined;
@@ -282,6 +303,14 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     this.opts.records
       .update(id, { streamOwner: owner })
       .catch((err: unknown) => this.opts.onError?.(err, 'session stream owner'));
+  }
+
+  private touchBusy(): void {
+    for (const s of this.values())
+      if (s.inflight.size > 0)
+        this.opts.records
+          .touch(s.id)
+          .catch((err: unknown) => this.opts.onError?.(err, 'session touch'));
   }
 
   /** Copies of other processes' sessions are caches: idle ones without a stream go. */

@@ -88,6 +88,31 @@ function recordContract(name: string, open: () => Open): void {
       assert.equal(await store.create(rec('d')), true, 'idle ones make room');
     });
 
+    it('admits under a per-principal cap and evicts the oldest idle session, never an active one', async () => {
+      const store = open()({ maxSessions: 4 });
+      const caps = { perPrincipal: 2, evictIdleMs: 200 };
+      // Silent for 10 min: past the evict age of either carrier (Redis: twice its touch interval,
+      // 3 min at the default idle timeout), so the first to give way.
+      const old = (id: string, p: string) => ({ ...rec(id, p), lastSeen: Date.now() - 600_000 });
+      assert.deepEqual(await store.admit(old('a1', 'A'), caps), { ok: true, evicted: [] });
+      assert.deepEqual(await store.admit(rec('a2', 'A'), caps), { ok: true, evicted: [] });
+      assert.deepEqual(await store.admit(rec('a3', 'A'), caps), { ok: true, evicted: ['a1'] });
+      assert.equal(await store.get('a1'), undefined, 'the idle one of the principal ended');
+      assert.deepEqual(await store.admit(rec('a4', 'A'), caps), {
+        ok: false,
+        limit: 'sessions_per_principal',
+      });
+      assert.deepEqual((await store.sessionsOf('A')).sort(), ['a2', 'a3']);
+      // Another principal is not locked out by A at its cap.
+      assert.deepEqual(await store.admit(rec('b1', 'B'), caps), { ok: true, evicted: [] });
+      assert.deepEqual(await store.admit(old('b2', 'B'), caps), { ok: true, evicted: [] });
+      // The store is full: the oldest idle session of anybody (B's b2) makes room for C.
+      assert.deepEqual(await store.admit(rec('c1', 'C'), caps), { ok: true, evicted: ['b2'] });
+      assert.deepEqual(await store.admit(rec('d1', 'D'), caps), { ok: false, limit: 'sessions' });
+      assert.equal(await store.delete('a2'), true);
+      assert.deepEqual(await store.admit(rec('a5', 'A'), caps), { ok: true, evicted: [] });
+    });
+
     it('replays a stream after an event id, says when a bound cut a gap, forgets it', async () => {
       const store = open()({ maxEventsPerStream: 5, maxEventBytes: 100 });
       const stream = 'st' + Math.random().toString(36).slice(2);
