@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
+import { openListen } from '../helpers/listen-raw.js';
 
 const PLUGIN = String.raw`
 mcp.tool("steps", { description = "reports progress" }, function(_, context)
@@ -430,39 +431,20 @@ describe('2026-07-28 only (raw HTTP)', () => {
   });
 
   test('subscriptions/listen with resourceSubscriptions hears mcp.resource_updated', async () => {
-    const ctl = new AbortController();
-    const res = await fetch(hub.url, {
-      method: 'POST',
-      signal: ctl.signal,
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'subscriptions/listen',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 'sub-1',
-        method: 'subscriptions/listen',
-        params: { notifications: { resourceSubscriptions: ['demo://watched'] }, _meta: meta() },
-      }),
-    });
-    const reader = res.body!.getReader();
-    let text = '';
-    const readUntil = async (re: RegExp) => {
-      while (!re.test(text)) {
-        const { value, done } = await reader.read();
-        assert.ok(!done, 'the stream ended early');
-        text += new TextDecoder().decode(value);
-      }
-    };
+    const listen = await openListen(
+      hub.url,
+      'sub-1',
+      { resourceSubscriptions: ['demo://watched'] },
+      { meta: meta() },
+    );
+    const readUntil = (re: RegExp) => listen.readUntil(re);
     await readUntil(/subscriptions\/acknowledged/);
-    assert.match(text, /"resourceSubscriptions":\["demo:\/\/watched"\]/);
+    assert.match(listen.text(), /"resourceSubscriptions":\["demo:\/\/watched"\]/);
     await post('touch', { arguments: {}, _meta: meta() });
     await readUntil(/notifications\/resources\/updated/);
-    assert.match(text, /"uri":"demo:\/\/watched"/);
-    assert.match(text, /"io.modelcontextprotocol\/subscriptionId":"sub-1"/);
-    ctl.abort();
+    assert.match(listen.text(), /"uri":"demo:\/\/watched"/);
+    assert.match(listen.text(), /"io.modelcontextprotocol\/subscriptionId":"sub-1"/);
+    await listen.close();
   });
 
   test('logs only when the request names a level; a missing capability is -32021 / 400', async () => {

@@ -14,6 +14,7 @@ import { connectHttpClient, waitFor } from '../helpers/mcp-client.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
 import { makeHubDir, type HubDir } from '../helpers/auth-hub.js';
 import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
+import { openListen } from '../helpers/listen-raw.js';
 
 const CALC = `
 mcp.tool("calc.echo", { input_schema = { type = "object", properties = { text = { type = "string" } } } },
@@ -154,35 +155,11 @@ describe('metrics, health and audit of a running hub', () => {
     const streams = async () =>
       sample(await scrape(base, token), 'moonhub_streams', { era: 'modern' });
     const before1 = await streams();
-    const ctl = new AbortController();
-    const res = await fetch(hub.url, {
-      method: 'POST',
-      signal: ctl.signal,
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'subscriptions/listen',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 'metrics-listen',
-        method: 'subscriptions/listen',
-        params: {
-          _meta: {
-            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-            'io.modelcontextprotocol/clientCapabilities': {},
-          },
-          notifications: { toolsListChanged: true },
-        },
-      }),
-    });
-    assert.equal(res.headers.get('content-type'), 'text/event-stream');
-    const reader = res.body!.getReader();
-    await reader.read();
+    const listen = await openListen(hub.url, 'metrics-listen', { toolsListChanged: true });
+    assert.equal(listen.res.headers.get('content-type'), 'text/event-stream');
+    await listen.readOnce();
     assert.equal(await streams(), before1 + 1);
-    ctl.abort();
-    await reader.cancel().catch(() => {});
+    await listen.close();
     let now = -1;
     for (let i = 0; i < 50 && now !== before1; i++) {
       now = await streams();

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { startHubProcess, type HubProcess } from '../helpers/hub-process.js';
+import { openListen } from '../helpers/listen-raw.js';
 
 let hub: HubProcess;
 before(async () => {
@@ -380,36 +381,17 @@ describe('2026-07-28 stateless rules', () => {
   });
 
   it('streams list_changed on subscriptions/listen, filtered by what was asked', async () => {
-    const ctl = new AbortController();
-    const res = await fetch(hub.url, {
-      method: 'POST',
-      signal: ctl.signal,
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'subscriptions/listen',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 'sub-1',
-        method: 'subscriptions/listen',
-        params: { _meta: MODERN_META, notifications: { promptsListChanged: true } },
-      }),
-    });
-    assert.equal(res.headers.get('content-type'), 'text/event-stream');
-    const reader = res.body!.getReader();
-    let text = '';
-    const readUntil = async (re: RegExp) => {
-      while (!re.test(text)) {
-        const { value, done } = await reader.read();
-        if (done) throw new Error('stream ended');
-        text += Buffer.from(value).toString();
-      }
-    };
+    const listen = await openListen(
+      hub.url,
+      'sub-1',
+      { promptsListChanged: true },
+      { meta: MODERN_META },
+    );
+    assert.equal(listen.res.headers.get('content-type'), 'text/event-stream');
+    const readUntil = (re: RegExp) => listen.readUntil(re);
     await readUntil(/notifications\/subscriptions\/acknowledged/);
-    assert.match(text, /"notifications":\{"promptsListChanged":true\}/);
-    assert.match(text, /"io.modelcontextprotocol\/subscriptionId":"sub-1"/);
+    assert.match(listen.text(), /"notifications":\{"promptsListChanged":true\}/);
+    assert.match(listen.text(), /"io.modelcontextprotocol\/subscriptionId":"sub-1"/);
     const call = await modern(
       'tools/call',
       { name: 'add_tool', arguments: {} },
@@ -417,9 +399,8 @@ describe('2026-07-28 stateless rules', () => {
     );
     assert.equal(call.status, 200);
     await readUntil(/notifications\/prompts\/list_changed/);
-    assert.doesNotMatch(text, /tools\/list_changed/, 'tools were not asked for');
-    ctl.abort();
-    await reader.cancel().catch(() => {});
+    assert.doesNotMatch(listen.text(), /tools\/list_changed/, 'tools were not asked for');
+    await listen.close();
   });
 });
 
