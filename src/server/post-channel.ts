@@ -43,7 +43,10 @@ export class PostResponseChannel extends RequestChannel {
   protected override created(ctl: AbortController): void {
     const res = this.res;
     if (res.closed) {
-      if (!res.writableFinished) ctl.abort(localError('client_disconnected'));
+      // Read late (a handler may first look at its signal mid-call): a resumable stream still
+      // outlives its connection.
+      if (!res.writableFinished && this.resumable === undefined)
+        ctl.abort(localError('client_disconnected'));
       return;
     }
     res.once('close', () => {

@@ -13,6 +13,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { waitFor } from '../helpers/mcp-client.js';
 import { BIN, startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
+import { rawRequest } from '../helpers/legacy-raw.js';
 
 const PLUGIN = String.raw`
 mcp.tool("ask", { description = "asks the user, reporting progress" }, function(_, context)
@@ -29,6 +30,15 @@ mcp.tool("slow", { description = "lets go of the connection, then answers" }, fu
   task.sleep(150)
   context.progress(3, 3, "done")
   return { released = released }
+end)
+
+mcp.tool("late", { description = "reports, computes without waiting, then waits" }, function(_, context)
+  context.progress(1, 2, "started")
+  local t, n = os.clock(), 0
+  while os.clock() - t < 0.4 do n = n + 1 end
+  task.sleep(20)
+  context.progress(2, 2, "done")
+  return { spun = n > 0 }
 end)
 `;
 
@@ -232,5 +242,38 @@ describe('SSE polling (2025-11-25 over HTTP)', () => {
     });
     assert.equal(again.status, 404);
     assert.match(await again.text(), /no stream to resume/);
+  });
+
+  test('a resumable stream dropped before its call first waits is kept for Last-Event-ID', async () => {
+    // The handler looks at its cancellation signal only when it first waits (task.sleep), by
+    // which time the client has gone: that late look must not cancel a resumable call.
+    const sid = await session();
+    const post = await rawRequest(hub.url, {
+      method: 'POST',
+      sessionId: sid,
+      body: {
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'tools/call',
+        params: { name: 'late', arguments: {}, _meta: { progressToken: 'q' } },
+      },
+    });
+    await post.waitFor(/"progress":1/);
+    const last = [...post.text().matchAll(/^id: (\S+)$/gm)].map((m) => m[1]!).at(-1)!;
+    post.close();
+    await new Promise((ok) => setTimeout(ok, 600));
+    const resumed = await rawRequest(hub.url, {
+      method: 'GET',
+      sessionId: sid,
+      headers: { 'Last-Event-ID': last },
+    });
+    assert.equal(resumed.status, 200);
+    const text = await resumed.done;
+    const answer = events(text)
+      .map((e) => e.data)
+      .filter((d) => d.includes('"id":9'))
+      .map((d) => JSON.parse(d) as { result?: { structuredContent?: unknown; isError?: boolean } });
+    assert.equal(answer.length, 1, text);
+    assert.deepEqual(answer[0]!.result?.structuredContent, { spun: true }, text);
   });
 });
