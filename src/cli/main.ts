@@ -261,7 +261,10 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
   if (cluster !== undefined) httpOpts.sessions = sharedSessions(cluster, logger, httpOpts);
   const http = await startHttpServer(hub.registry, {
     ...httpOpts,
-    dispatcher: drain.wrap(httpOpts.dispatcher ?? createMcpDispatcher(hub.registry, httpOpts)),
+    dispatcher: drain.wrap(
+      httpOpts.dispatcher ?? createMcpDispatcher(hub.registry, httpOpts),
+      httpOpts.refused,
+    ),
     drain,
   });
   access.listening(http.url, http.handler);

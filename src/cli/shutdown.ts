@@ -138,6 +138,6 @@ export function serveDrainedStdio(
 ): ReturnType<typeof serveStdio> {
   return serveStdio(registry, {
     ...opts,
-    dispatcher: drain.wrap(opts.dispatcher ?? createMcpDispatcher(registry, opts)),
+    dispatcher: drain.wrap(opts.dispatcher ?? createMcpDispatcher(registry, opts), opts.refused),
   });
 }

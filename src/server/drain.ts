@@ -38,11 +38,16 @@ export class Drain {
     return this.pending.size;
   }
 
-  /** The dispatcher with its requests tracked; after `begin()` new ones get `shutting_down`. */
-  wrap(inner: McpDispatcher): McpDispatcher {
+  /**
+   * The dispatcher with its requests tracked; after `begin()` new ones get `shutting_down`,
+   * counted by `refused` (the metrics' refusal counter) like every other refusal.
+   */
+  wrap(inner: McpDispatcher, refused?: (limit: string) => void): McpDispatcher {
     const handleRequest: McpDispatcher['handleRequest'] = (msg, scope, channel) => {
-      if (this.draining)
+      if (this.draining) {
+        refused?.('shutting_down');
         return Promise.resolve(serializeWireError(msg.id, wireError('shutting_down')));
+      }
       return new Promise<string>((resolve) => {
         let done = false;
         const answer = (json: string) => {

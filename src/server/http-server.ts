@@ -175,6 +175,7 @@ class HttpTransport implements McpHttpHandler, SessionSource {
     res: ServerResponse,
     id: JsonRpcId | null = null,
   ): void {
+    this.opts.refused?.('shutting_down');
     sendError(res, wireError('shutting_down'), id, { Connection: 'close', 'Retry-After': '1' });
     req.resume();
   }

@@ -249,7 +249,7 @@ upstreams:
     assert.match(hub.log(), /drain deadline passed, 1 call\(s\) aborted/);
   });
 
-  it('answers /readyz 503 (draining) on the metrics address while it drains', async () => {
+  it('answers /readyz 503 (draining) on the metrics address while it drains, and counts refusals', async () => {
     const cfg = dir.write(
       'metrics.yaml',
       'plugins: { dirs: [plugins] }\nobserve: { metrics: { listen: { port: 0 } } }\n',
@@ -261,12 +261,19 @@ upstreams:
     const readyz = new URL('/readyz', metrics).href;
     assert.equal((await fetch(readyz)).status, 200);
     const call = slowCall(hub.url, 9, 1500);
+    // A connection opened before the signal, whose request comes during the drain.
+    const open = rawConnection(Number(new URL(hub.url).port));
     await sleep(300);
     hub.child.kill('SIGTERM');
     await hub.waitForLog(/stopped accepting/, 0, 5_000);
     const during = await fetch(readyz);
     assert.equal(during.status, 503);
     assert.equal(((await during.json()) as { draining?: boolean }).draining, true);
+    open.write(rawPost(Number(new URL(hub.url).port), callBody(10, 10), 'slow.wait'));
+    assert.match(await open.all, /HTTP\/1\.1 503[\s\S]*shutting down/);
+    // The refusal is counted with every other refusal, under its own limit.
+    const scrape = await (await fetch(new URL('/metrics', metrics))).text();
+    assert.match(scrape, /moonhub_limit_refusals_total\{limit="shutting_down"\} 1\b/, scrape);
     assert.match((await call).body, /waited 1500/);
     assert.equal((await exit).code, 0);
   });
