@@ -73,6 +73,8 @@ export interface LuaModule {
   _luaL_ref(L: number, t: number): number;
   _luaL_unref(L: number, t: number, ref: number): void;
   _luaL_loadbufferx(L: number, buf: number, size: number, name: number, mode: number): number;
+  /** Writes the function on top of the stack as a binary chunk through `writer` (a lua_Writer). */
+  _lua_dump(L: number, writer: number, data: number, strip: number): number;
   _luaL_traceback(L: number, L1: number, msg: number, level: number): void;
   _luaL_where(L: number, level: number): void;
   _luaL_tolstring(L: number, idx: number, len: number): number;
