@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { LuaState } from '../../src/lua/state.js';
 import { MAX_SETUP_CHUNKS } from '../../src/lua/runtime.js';
+import { loadLuaModule } from '../../src/lua/wasm.js';
 import { newState, run } from './helpers.js';
 
 const SNIPPET = `
@@ -74,5 +75,15 @@ describe('setup chunks from bytecode', () => {
     } finally {
       state.close();
     }
+  });
+});
+
+describe('the wasm module', () => {
+  it("calls the instance's exports directly, not emscripten's asserting wrappers", async () => {
+    const mod = await loadLuaModule();
+    for (const fn of [mod._lua_gettop, mod._lua_pcallk, mod._realloc, mod._luaL_loadbufferx])
+      assert.match(String(fn), /native code/);
+    // The rest of emscripten's runtime is untouched.
+    assert.equal(typeof mod.addFunction, 'function');
   });
 });
