@@ -5,7 +5,7 @@
  */
 import { context } from '@opentelemetry/api';
 import type { Logger } from '../log.js';
-import { registryCaller } from '../lua-api/tool-caller.js';
+import { registryCaller, type ToolCaller } from '../lua-api/tool-caller.js';
 import type { Registry } from '../registry/registry.js';
 import { extractImages } from '../registry/result-images.js';
 import { toJsonText } from '../registry/results.js';
@@ -30,12 +30,33 @@ The chunk's return value comes back as {result, output}. Example:
  */
 const SCRIPT_ENDED = new DOMException('the script ended', 'AbortError');
 
+/**
+ * The tool names a script may see, kept per view and registry version: listing (and copying to
+ * the worker) the whole catalogue on every run cost more than the run with big catalogues. The
+ * views layer hands out one filter function per principal and view generation, so a view that
+ * changed is a new key; a registry change bumps the version.
+ */
+function toolNamesCache(registry: Registry) {
+  const byView = new WeakMap<object, { version: number; names: string[] }>();
+  const all = {};
+  return (filter: CallContext['filter'], caller: ToolCaller): string[] => {
+    const key = filter ?? all;
+    const version = registry.versions.tools;
+    const hit = byView.get(key);
+    if (hit?.version === version) return hit.names;
+    const names = caller.listTools();
+    byView.set(key, { version, names });
+    return names;
+  };
+}
+
 export function executeHandler(
   registry: Registry,
   pool: ScriptPool,
   opts: ResolvedExecuteOptions,
   logger: Logger,
 ) {
+  const toolNames = toolNamesCache(registry);
   return async (args: Record<string, unknown>, ctx: CallContext): Promise<ToolResult> => {
     const code = String(args.code);
     const timeoutMs = Math.min(
@@ -76,7 +97,13 @@ export function executeHandler(
     // it, their trace spans nest under this call's (a no-op while tracing is off).
     caller.call = context.bind(context.active(), caller.call);
     try {
-      const outcome = await pool.run({ code, timeoutMs, caller, signal: ctx.signal });
+      const outcome = await pool.run({
+        code,
+        timeoutMs,
+        caller,
+        tools: toolNames(ctx.filter, caller),
+        signal: ctx.signal,
+      });
       if (!outcome.ok) {
         const text = outcome.output
           ? `${outcome.error}\n--- output ---\n${outcome.output}`

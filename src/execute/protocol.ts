@@ -32,8 +32,17 @@ export type ToWorker =
        * no folder.
        */
       lazy?: boolean;
-      /** The tools the caller may see, for mcp.listTools. */
-      tools: string[];
+      /**
+       * The tools the caller may see, for mcp.listTools; absent: the same list as this worker's
+       * previous run (the hub sends a view's list again only when it changed).
+       */
+      tools?: string[];
+      /**
+       * Say `started` when the run starts: the worker was not known to be ready (a fresh one first
+       * loads its wasm module), so the hub arms the hard stop only then. A worker that reported
+       * `idle` has its state made, and the hub arms the hard stop as it sends the run.
+       */
+      report: boolean;
     }
   | { type: 'result'; run: number; call: number; result?: ToolResult; error?: string };
 
@@ -41,7 +50,10 @@ export type FromWorker =
   | { type: 'started'; run: number }
   /** The run's scratch folder now exists: the hub removes it when the run ends. */
   | { type: 'scratch'; run: number }
-  /** The run's state is closed (its finalizers ran) and the next one is made: ready for a run. */
+  /**
+   * The run's state is closed (its finalizers ran) and the next one is made: ready for a run.
+   * Run 0: a new worker's first state is made.
+   */
   | { type: 'idle'; run: number }
   | { type: 'call'; run: number; call: number; name: string; args: Record<string, unknown> }
   | { type: 'notice'; run: number; text: string; params: unknown }

@@ -154,15 +154,19 @@ async function prepare(): Promise<Prepared> {
 }
 
 let next: Promise<Prepared> = prepare();
+void next.then(() => post({ type: 'idle', run: 0 }));
+/** The tool list of the last run; the hub sends it again only when the caller's view changed. */
+let lastTools: string[] = [];
 
 async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
   const prepared = await next;
   const { state, holder } = prepared;
-  // The wall time starts now, here and in the hub's hard-stop timer.
-  post({ type: 'started', run: msg.run });
+  // The wall time starts now, here and (when asked to report it) in the hub's hard-stop timer.
+  if (msg.report) post({ type: 'started', run: msg.run });
+  if (msg.tools !== undefined) lastTools = msg.tools;
   const run: Run = {
     id: msg.run,
-    caller: callerFor(msg.run, msg.tools),
+    caller: callerFor(msg.run, lastTools),
     output: [],
     outputBytes: 0,
     outputExceeded: undefined,

@@ -195,7 +195,7 @@ export class LuaState {
     mod._lua_pushlightuserdata(L, MARK_POINTER);
     this.bridge.pushArrayMetatable(L);
     // stack: host MARK ARRAY_MT
-    this.loadOnStack(L, PRELUDE, '=[moonhub prelude]');
+    this.loadSetupOnStack(L, PRELUDE, '=[moonhub prelude]');
     mod._lua_rotate(L, 1, 1);
     // stack: prelude host MARK ARRAY_MT
     const status = mod._lua_pcallk(L, 3, 1, 0, 0, 0);
@@ -426,10 +426,13 @@ export class LuaState {
     mod._lua_setglobal(L, mem.cstr(name));
   }
 
-  /** Runs a small Lua snippet synchronously (setup code only: it cannot wait). */
+  /**
+   * Runs a small Lua snippet synchronously (setup code only: it cannot wait). The source must be
+   * one of our constants, never user text: its bytecode is kept per module and reused.
+   */
   exec(source: string, chunkname: string): void {
     const { mod, L } = this;
-    this.loadOnStack(L, source, chunkname);
+    this.loadSetupOnStack(L, source, chunkname);
     if (mod._lua_pcallk(L, 0, 0, 0, 0, 0) !== LuaStatus.Ok) {
       const msg = this.rt.mem.readText(L, -1);
       mod._lua_settop(L, 0);
@@ -439,6 +442,34 @@ export class LuaState {
   }
 
   // ---- chunks and calls ----------------------------------------------------------------------
+
+  /**
+   * Compiles one of our own setup chunks, from its bytecode after the first time in this module.
+   * Binary mode is only ever used here, on bytes our own compiler made from our own source.
+   */
+  private loadSetupOnStack(L: number, source: string, chunkname: string): void {
+    const key = `${chunkname}\n${source}`;
+    const compiled = this.rt.setupChunk(key);
+    if (compiled === undefined) {
+      this.loadOnStack(L, source, chunkname);
+      this.rt.rememberSetupChunk(L, key);
+      return;
+    }
+    const { mod } = this;
+    const mem = this.rt.mem;
+    const status = mod._luaL_loadbufferx(
+      L,
+      compiled.ptr,
+      compiled.size,
+      mem.cstr(chunkname),
+      mem.cstr('b'),
+    );
+    if (status !== LuaStatus.Ok) {
+      const msg = mem.readText(L, -1);
+      mod._lua_settop(L, -2);
+      throw new LuaError(msg);
+    }
+  }
 
   private loadOnStack(L: number, source: string | Uint8Array, chunkname: string): void {
     const { mod } = this;

@@ -73,6 +73,8 @@ export interface LuaModule {
   _luaL_ref(L: number, t: number): number;
   _luaL_unref(L: number, t: number, ref: number): void;
   _luaL_loadbufferx(L: number, buf: number, size: number, name: number, mode: number): number;
+  /** Writes the function on top of the stack as a binary chunk through `writer` (a lua_Writer). */
+  _lua_dump(L: number, writer: number, data: number, strip: number): number;
   _luaL_traceback(L: number, L1: number, msg: number, level: number): void;
   _luaL_where(L: number, level: number): void;
   _luaL_tolstring(L: number, idx: number, len: number): number;
@@ -138,8 +140,48 @@ let modulePromise: Promise<LuaModule> | undefined;
  * down: the bridge keeps stack discipline strict and never lets a JS exception cross into C.
  */
 export function loadLuaModule(): Promise<LuaModule> {
-  modulePromise ??= new LuaFactory()
-    .getLuaModule()
-    .then((wasm) => (wasm as unknown as { module: LuaModule }).module);
+  modulePromise ??= loadDirect();
   return modulePromise;
+}
+
+/**
+ * wasmoon ships an emscripten build with assertions: every `_lua_*` it exposes is a JS wrapper
+ * that checks the runtime is up and forwards through `apply(null, arguments)`, about a sixth of
+ * the CPU of making a state. Once the module is up those checks hold forever, so the module's
+ * functions are pointed at the instance's own exports. The instance is seen by watching
+ * `WebAssembly.instantiate` while (and only while) wasmoon loads it; if it is not seen, the
+ * wrappers stay and everything works as before.
+ */
+/** The bits of the WebAssembly global used here (the build's lib has no WebAssembly types). */
+interface WasmGlobal {
+  instantiate: (...args: unknown[]) => Promise<unknown>;
+  Instance: abstract new (...args: never[]) => { exports: Record<string, unknown> };
+}
+
+async function loadDirect(): Promise<LuaModule> {
+  const wasm = (globalThis as unknown as { WebAssembly: WasmGlobal }).WebAssembly;
+  const original = wasm.instantiate;
+  let exports: Record<string, unknown> | undefined;
+  const watching = async (...args: unknown[]): Promise<unknown> => {
+    const out = await original.apply(wasm, args);
+    const instance = out instanceof wasm.Instance ? out : (out as { instance?: unknown }).instance;
+    if (instance instanceof wasm.Instance && 'lua_newstate' in instance.exports)
+      exports ??= instance.exports;
+    return out;
+  };
+  wasm.instantiate = watching;
+  let mod: LuaModule;
+  try {
+    mod = ((await new LuaFactory().getLuaModule()) as unknown as { module: LuaModule }).module;
+  } finally {
+    if (wasm.instantiate === watching) wasm.instantiate = original;
+  }
+  if (exports !== undefined) {
+    const table = mod as unknown as Record<string, unknown>;
+    for (const key of Object.keys(table)) {
+      const fn = key.startsWith('_') ? exports[key.slice(1)] : undefined;
+      if (typeof fn === 'function') table[key] = fn;
+    }
+  }
+  return mod;
 }
