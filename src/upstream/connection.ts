@@ -16,6 +16,7 @@ import {
 } from '@modelcontextprotocol/client';
 import type { FetchLike, JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import {
+  DEFAULT_ANSWER_BYTES,
   DirectHttp,
   INPUT_REQUIRED,
   directAgent,
@@ -26,6 +27,7 @@ import { continueAuth, oauthProvider, type OAuthSettings } from './oauth.js';
 import { createTransport, upstreamKind, type UpstreamKind } from './transports.js';
 import type { UpstreamRelay } from './relay.js';
 import { UpstreamError } from './upstream-error.js';
+import type { AbortWatch } from '../registry/types.js';
 
 export { UpstreamError } from './upstream-error.js';
 
@@ -58,6 +60,8 @@ export interface ConnectionOptions {
   /** First reconnect delay; doubles up to `maxBackoffMs` (defaults 250 ms, 30 s). */
   backoffMs?: number;
   maxBackoffMs?: number;
+  /** Bytes of one answer on the direct path (JSON body or one event); default 16 MiB. */
+  answerBytes?: number;
   /** OAuth to the upstream (HTTP): discovery, registration, a headless authorization. */
   oauth?: OAuthSettings;
   /** Asked for new credentials on 401/403; returning nothing gives up. */
@@ -74,6 +78,8 @@ export interface ConnectionOptions {
 
 export interface RequestExtras {
   signal?: AbortSignal;
+  /** The caller's abort without an AbortSignal (the direct path prefers it; see CallContext). */
+  abortWatch?: AbortWatch;
   onProgress?: (p: { progress: number; total?: number; message?: string }) => void;
   /** Hears the upstream's progress when `onProgress` is not given (a CallPeer fits). */
   peer?: ProgressSink;
@@ -284,6 +290,7 @@ export class UpstreamConnection {
         headers: this.openHeaders,
         clientInfo: this.opts.clientInfo ?? { name: 'moonhub', version: '0.1.0' },
         capabilities: this.opts.capabilities ?? {},
+        answerBytes: this.opts.answerBytes ?? DEFAULT_ANSWER_BYTES,
         deliver: (message) => {
           try {
             transport.onmessage?.(parseJSONRPCMessage(message));
@@ -418,14 +425,14 @@ export class UpstreamConnection {
       if (http === undefined) break;
       let result: Record<string, unknown> | typeof INPUT_REQUIRED;
       try {
+        // `extras` is read lazily: its signal and peer may be getters that build them.
         result = await http.call(method, params, {
-          signal: extras.signal,
-          peer: extras.peer,
+          caller: extras,
           idleMs: Math.min(this.opts.idleTimeoutMs ?? total, total),
           totalMs: total,
         });
       } catch (err) {
-        retried = await this.recover(client, err, retried, extras.signal);
+        retried = await this.recover(client, err, retried, extras.abortWatch ?? extras.signal);
         continue;
       }
       // 2026-07-28 input rounds (sampling, elicitation) are the SDK client's to drive.
@@ -446,7 +453,7 @@ export class UpstreamConnection {
     client: Client,
     err: unknown,
     retried: boolean,
-    signal: AbortSignal | undefined,
+    signal: { readonly aborted: boolean } | undefined,
   ): Promise<true> {
     if (signal?.aborted) throw new UpstreamError('the call was cancelled');
     if (err instanceof UpstreamError) throw err;

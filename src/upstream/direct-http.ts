@@ -21,7 +21,10 @@ import {
   SdkErrorCode,
   SdkHttpError,
 } from '@modelcontextprotocol/client';
+import type { AbortWatch } from '../registry/types.js';
+import { localError } from '../errors.js';
 import { UpstreamError } from './upstream-error.js';
+import { UPSTREAM_RAW } from './raw-result.js';
 
 /**
  * 2026-07-28 sends log messages only to requests that name a level. The hub asks for all of
@@ -30,6 +33,9 @@ import { UpstreamError } from './upstream-error.js';
 const LOG_LEVEL_META_KEY = 'io.modelcontextprotocol/logLevel';
 
 export type DirectMethod = 'tools/call' | 'prompts/get' | 'resources/read';
+
+/** Bytes of one answer (a JSON body, one event of a stream): plugin_limits.upstream_answer_bytes. */
+export const DEFAULT_ANSWER_BYTES = 16 * 1024 * 1024;
 
 /** Returned when a 2026-07-28 upstream wants input first: run the call through the SDK. */
 export const INPUT_REQUIRED: unique symbol = Symbol('input_required');
@@ -44,6 +50,8 @@ export interface DirectSession {
   headers: Record<string, string>;
   clientInfo: unknown;
   capabilities: Record<string, unknown>;
+  /** Bytes of one answer (JSON body, or one event of a stream); past it the call fails. */
+  answerBytes: number;
   /** Hands a message of the upstream that is not this request's to the SDK client. */
   deliver(message: unknown): void;
   /** 2025 eras: tells the upstream a request was cancelled (notifications/cancelled). */
@@ -57,9 +65,20 @@ export interface ProgressSink {
   progress(progress: number, total?: number, message?: string): unknown;
 }
 
+/**
+ * Who a call works for: read lazily, so a call whose caller neither cancels nor hears progress
+ * makes no AbortSignal and no peer (a CallContext fits: `signal` and `peer` are getters there).
+ */
+export interface CallerSource {
+  /** The caller's abort, heard without an AbortSignal; preferred over `signal`. */
+  readonly abortWatch?: AbortWatch;
+  readonly signal?: AbortSignal;
+  /** Read only when the upstream reports progress. */
+  readonly peer?: ProgressSink;
+}
+
 export interface DirectOptions {
-  signal: AbortSignal | undefined;
-  peer: ProgressSink | undefined;
+  caller: CallerSource;
   /** Longest silence (reset by progress) and longest total time, ms. */
   idleMs: number;
   totalMs: number;
@@ -218,6 +237,9 @@ class DirectCall {
   private timer: NodeJS.Timeout | undefined;
   private readonly started = Date.now();
   private done = false;
+  /** What this call listens to for its caller's abort, while the request is out. */
+  private watching: AbortWatch | undefined;
+  private signal: AbortSignal | undefined;
   /** Retried once on a fresh socket when a reused keep-alive socket was found closed. */
   private resent = false;
   // The event stream being read.
@@ -226,8 +248,10 @@ class DirectCall {
   private lastEventId: string | undefined;
   private retryMs = 1000;
   private failedResumes = 0;
-  // A JSON answer being read.
-  text = '';
+  // A JSON answer being read: its chunks, and their bytes (bounded by the session's answerBytes).
+  private chunk: Buffer | undefined;
+  private chunks: Buffer[] | undefined;
+  private bytes = 0;
   private status = 0;
   private type = '';
 
@@ -243,10 +267,18 @@ class DirectCall {
   ) {}
 
   start(): void {
-    const signal = this.opts.signal;
-    if (signal !== undefined) {
-      if (signal.aborted) return this.fail(new UpstreamError('the call was cancelled'));
-      signal.addEventListener('abort', this, { once: true });
+    const caller = this.opts.caller;
+    const watch = caller.abortWatch;
+    if (watch !== undefined) {
+      if (!watch.watch(this)) return this.fail(new UpstreamError('the call was cancelled'));
+      this.watching = watch;
+    } else {
+      const signal = caller.signal;
+      if (signal !== undefined) {
+        if (signal.aborted) return this.fail(new UpstreamError('the call was cancelled'));
+        signal.addEventListener('abort', this, { once: true });
+        this.signal = signal;
+      }
     }
     this.timer = setTimeout(onTimer, Math.min(this.opts.idleMs, this.opts.totalMs), this);
     this.owner.live.add(this);
@@ -255,6 +287,11 @@ class DirectCall {
 
   /** The caller's signal aborted (this object is its listener: no closure per call). */
   handleEvent(): void {
+    this.cancel(new UpstreamError('the call was cancelled'));
+  }
+
+  /** The caller's abort, heard through its AbortWatch. */
+  handleAbort(): void {
     this.cancel(new UpstreamError('the call was cancelled'));
   }
 
@@ -296,25 +333,85 @@ class DirectCall {
     const type = (res.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
     this.status = status;
     this.type = type;
-    res.setEncoding('utf8');
     res.on('error', onResponseError);
     if (status === 200 && type === 'text/event-stream') {
+      res.setEncoding('utf8');
       res.on('data', onStreamData);
       res.on('end', onStreamEnd);
       res.on('aborted', onCutOff);
       return;
     }
+    // A body announced larger than the bound is refused before it is read.
+    const length = res.headers['content-length'];
+    if (length !== undefined && Number(length) > this.owner.session.answerBytes)
+      return this.tooLarge();
     res.on('data', onBodyData);
     res.on('end', onBodyEnd);
   }
 
+  onBodyData(chunk: Buffer): void {
+    if (this.done) return;
+    this.bytes += chunk.length;
+    if (this.bytes > this.owner.session.answerBytes) return this.tooLarge();
+    if (this.chunk === undefined) this.chunk = chunk;
+    else (this.chunks ??= [this.chunk]).push(chunk);
+  }
+
+  private tooLarge(): void {
+    this.fail(
+      new UpstreamError(
+        localError('upstream_answer_too_large', { max: this.owner.session.answerBytes }).message,
+      ),
+    );
+  }
+
   onBodyEnd(res: IncomingMessage): void {
+    if (this.done) return;
     if (!res.complete) return this.lostStream('the response was cut off');
-    if (this.status === 200 && this.type === 'application/json') return this.onJson(this.text);
-    this.onHttpError(this.status, res.statusMessage ?? '', this.type, this.text);
+    const text =
+      this.chunks !== undefined
+        ? Buffer.concat(this.chunks).toString('utf8')
+        : (this.chunk?.toString('utf8') ?? '');
+    if (this.status === 200 && this.type === 'application/json') return this.onJson(text);
+    this.onHttpError(this.status, res.statusMessage ?? '', this.type, text);
+  }
+
+  /**
+   * The answer as the hub and the SDK send it: `{"jsonrpc":"2.0","id":ID,"result":R}` (or with
+   * `result` first). Then only R is parsed, and its text rides along with the result so the
+   * proxy can pass it on without serialising it again (upstream/raw-result.ts).
+   */
+  private rawResult(text: string): string | undefined {
+    let end = text.length;
+    while (end > 0 && text.charCodeAt(end - 1) <= 32) end--;
+    if (text.charCodeAt(end - 1) !== 125) return undefined;
+    // Ids are `moonhub-N`: nothing in them needs escaping.
+    const head = '{"jsonrpc":"2.0","id":"' + this.id + '","result":';
+    if (end - 1 > head.length && text.startsWith(head)) return text.slice(head.length, end - 1);
+    const tail = ',"jsonrpc":"2.0","id":"' + this.id + '"}';
+    if (
+      end - tail.length > 10 &&
+      text.startsWith('{"result":') &&
+      text.startsWith(tail, end - tail.length)
+    )
+      return text.slice(10, end - tail.length);
+    return undefined;
   }
 
   private onJson(text: string): void {
+    const raw = this.rawResult(text);
+    if (raw !== undefined) {
+      let result: unknown;
+      try {
+        result = JSON.parse(raw);
+      } catch {
+        result = undefined; // Not one value (more members follow): read the whole message below.
+      }
+      if (typeof result === 'object' && result !== null && !Array.isArray(result)) {
+        Object.defineProperty(result, UPSTREAM_RAW, { value: raw });
+        return this.onResult(result as Record<string, unknown>);
+      }
+    }
     let msg: unknown;
     try {
       msg = JSON.parse(text);
@@ -367,6 +464,10 @@ class DirectCall {
     const result = msg.result as Record<string, unknown> | undefined;
     if (typeof result !== 'object' || result === null || Array.isArray(result))
       return this.fail(invalid(this.method, 'not an object'));
+    this.onResult(result);
+  }
+
+  private onResult(result: Record<string, unknown>): void {
     if (this.owner.session.era === 'modern') {
       const kind = result.resultType;
       if (kind === 'input_required') return this.finish(INPUT_REQUIRED);
@@ -388,6 +489,8 @@ class DirectCall {
   onEvents(chunk: string): void {
     if (this.done) return;
     this.buf += chunk;
+    // One event at a time is held; counted in characters (at most the bytes read).
+    if (this.buf.length + this.data.length > this.owner.session.answerBytes) return this.tooLarge();
     let start = 0;
     for (;;) {
       const nl = this.buf.indexOf('\n', start);
@@ -429,7 +532,7 @@ class DirectCall {
         this.alive();
         if (this.done) return;
         if (typeof p.progress === 'number')
-          this.opts.peer?.progress(
+          this.opts.caller.peer?.progress(
             p.progress,
             typeof p.total === 'number' ? p.total : undefined,
             typeof p.message === 'string' ? p.message : undefined,
@@ -544,7 +647,8 @@ class DirectCall {
     this.done = true;
     this.owner.live.delete(this);
     if (this.timer !== undefined) clearTimeout(this.timer);
-    this.opts.signal?.removeEventListener('abort', this);
+    if (this.watching !== undefined) this.watching.unwatch(this);
+    else this.signal?.removeEventListener('abort', this);
   }
 }
 
@@ -559,8 +663,8 @@ function onPostResponse(this: ClientRequest, res: IncomingMessage): void {
 function onPostError(this: ClientRequest, err: Error): void {
   callOf(this).onRequestError(this, err);
 }
-function onBodyData(this: IncomingMessage, chunk: string): void {
-  callOf(this).text += chunk;
+function onBodyData(this: IncomingMessage, chunk: Buffer): void {
+  callOf(this).onBodyData(chunk);
 }
 function onBodyEnd(this: IncomingMessage): void {
   callOf(this).onBodyEnd(this);
