@@ -27,6 +27,7 @@ import { continueAuth, oauthProvider, type OAuthSettings } from './oauth.js';
 import { createTransport, upstreamKind, type UpstreamKind } from './transports.js';
 import type { UpstreamRelay } from './relay.js';
 import { UpstreamError } from './upstream-error.js';
+import { RawHttpPool } from './raw-http.js';
 import type { AbortWatch } from '../registry/types.js';
 
 export { UpstreamError } from './upstream-error.js';
@@ -112,6 +113,8 @@ export class UpstreamConnection {
   private direct: DirectHttp | undefined;
   private directClient: Client | undefined;
   private agent: Agent | undefined;
+  /** Plain-http upstreams: the direct path's own keep-alive sockets (raw-http.ts). */
+  private pool: RawHttpPool | undefined;
   private connecting: Promise<Client> | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private backoff: number;
@@ -281,6 +284,11 @@ export class UpstreamConnection {
       return undefined;
     const url = new URL(this.url);
     this.agent ??= directAgent(url);
+    if (url.protocol === 'http:')
+      this.pool ??= new RawHttpPool(
+        url.hostname.replace(/^\[(.*)\]$/, '$1'),
+        Number(url.port) || 80,
+      );
     return new DirectHttp(
       {
         url,
@@ -305,6 +313,7 @@ export class UpstreamConnection {
         networkFailed: (err) => this.lost(client, describe(err, this.url).message),
       },
       this.agent,
+      this.pool,
     );
   }
 
@@ -490,6 +499,8 @@ export class UpstreamConnection {
     if (client) this.forget(client);
     this.agent?.destroy();
     this.agent = undefined;
+    this.pool?.close();
+    this.pool = undefined;
     if (!client) return;
     client.onclose = undefined;
     const transport = client.transport as { terminateSession?: () => Promise<void> } | undefined;

@@ -25,6 +25,8 @@ import type { AbortWatch } from '../registry/types.js';
 import { localError } from '../errors.js';
 import { UpstreamError } from './upstream-error.js';
 import { UPSTREAM_RAW } from './raw-result.js';
+import { StringDecoder } from 'node:string_decoder';
+import type { RawExchange, RawHttpPool, RawRequest } from './raw-http.js';
 
 /**
  * 2026-07-28 sends log messages only to requests that name a level. The hub asks for all of
@@ -121,10 +123,15 @@ export class DirectHttp {
   readonly live = new Set<DirectCall>();
   /** The `_meta` envelope after the progress token, as JSON without its opening brace. */
   private readonly metaTail: string;
+  /** Plain-http upstreams: the lean client's sockets (raw-http.ts); else node:http for all. */
+  readonly pool: RawHttpPool | undefined;
+  /** Each header list's request head for the lean client (undefined: a value it cannot send). */
+  private readonly heads = new WeakMap<string[], string | undefined>();
 
-  constructor(session: DirectSession, agent: HttpAgent) {
+  constructor(session: DirectSession, agent: HttpAgent, pool?: RawHttpPool) {
     this.session = session;
     this.agent = agent;
+    this.pool = pool;
     const url = session.url;
     const https = url.protocol === 'https:';
     this.send = https ? (httpsRequest as unknown as typeof httpRequest) : httpRequest;
@@ -200,17 +207,34 @@ export class DirectHttp {
         id,
         method,
         body,
-        this.headersFor(method, typeof name === 'string' ? name : '').concat(
-          'content-length',
-          String(Buffer.byteLength(body)),
-          ...(traceHeader ?? []),
-        ),
+        this.headersFor(method, typeof name === 'string' ? name : ''),
+        traceHeader,
         opts,
         resolve,
         reject,
       );
       call.start();
     });
+  }
+
+  /**
+   * The request head for the lean client, made once per header list: node:http's checks of
+   * header names and values, once; a list that fails them goes through node:http, which says why.
+   */
+  headOf(list: string[]): string | undefined {
+    if (this.heads.has(list)) return this.heads.get(list);
+    let head: string | undefined = `POST ${this.path} HTTP/1.1\r\n`;
+    for (let i = 0; i < list.length; i += 2) {
+      const [k, v] = [list[i]!, list[i + 1]!];
+      if (!TOKEN.test(k) || !FIELD_VALUE.test(v)) {
+        head = undefined;
+        break;
+      }
+      head += `${k}: ${v}\r\n`;
+    }
+    if (head !== undefined) head += 'connection: keep-alive\r\n';
+    this.heads.set(list, head);
+    return head;
   }
 
   abortAll(reason: Error): void {
@@ -230,9 +254,20 @@ export class DirectHttp {
   }
 }
 
+/** An HTTP header name (RFC 9110 token) and a field value node:http would send. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
 /** One request in flight on the direct path. */
-class DirectCall {
+class DirectCall implements RawExchange {
   private req: ClientRequest | undefined;
+  /** The lean client's request (plain-http upstreams), when it carries this call. */
+  private raw: RawRequest | undefined;
+  /** The lean client's answer is complete (node:http: `res.complete`). */
+  private rawComplete = false;
+  private rawStatusText = '';
+  private rawStream = false;
+  private decoder: StringDecoder | undefined;
   private res: IncomingMessage | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly started = Date.now();
@@ -260,7 +295,9 @@ class DirectCall {
     private readonly id: string,
     private readonly method: DirectMethod,
     private readonly body: string,
-    private readonly headers: string[],
+    /** The session's headers for this method and name (no Content-Length). */
+    private readonly base: string[],
+    private readonly trace: string[] | undefined,
     private readonly opts: DirectOptions,
     private readonly resolve: (r: Record<string, unknown> | typeof INPUT_REQUIRED) => void,
     private readonly reject: (e: unknown) => void,
@@ -295,7 +332,27 @@ class DirectCall {
     this.cancel(new UpstreamError('the call was cancelled'));
   }
 
+  /** The request's headers as node:http takes them. */
+  private get headers(): string[] {
+    const length = String(Buffer.byteLength(this.body));
+    return this.base.concat('content-length', length, ...(this.trace ?? []));
+  }
+
   private post(): void {
+    const pool = this.owner.pool;
+    const head = pool === undefined ? undefined : this.owner.headOf(this.base);
+    const trace = this.trace;
+    if (head !== undefined && (trace === undefined || FIELD_VALUE.test(trace[1]!))) {
+      this.raw = pool!.post(
+        head +
+          `content-length: ${Buffer.byteLength(this.body)}\r\n` +
+          (trace === undefined ? '' : `traceparent: ${trace[1]}\r\n`) +
+          '\r\n',
+        this.body,
+        this,
+      );
+      return;
+    }
     const req = this.owner.open('POST', this.headers) as Tagged<ClientRequest>;
     req[CALL] = this;
     this.req = req;
@@ -349,6 +406,55 @@ class DirectCall {
     res.on('end', onBodyEnd);
   }
 
+  // ---- the lean client's answer (RawExchange) -------------------------------------------------
+
+  onHead(status: number, statusText: string, type: string, length: number | undefined): void {
+    if (this.done) return;
+    this.status = status;
+    this.rawStatusText = statusText;
+    this.type = type.split(';', 1)[0]!.trim().toLowerCase();
+    if (status === 200 && this.type === 'text/event-stream') {
+      this.rawStream = true;
+      this.decoder = new StringDecoder('utf8');
+      return;
+    }
+    if (length !== undefined && length > this.owner.session.answerBytes) this.tooLarge();
+  }
+
+  onBody(chunk: Buffer): void {
+    if (this.done) return;
+    if (this.rawStream) this.onEvents(this.decoder!.write(chunk));
+    else this.onBodyData(chunk);
+  }
+
+  onEnd(): void {
+    this.rawComplete = true;
+    if (this.done) return;
+    if (!this.rawStream) return this.bodyEnd(this.rawStatusText);
+    const rest = this.decoder!.end();
+    if (rest !== '') this.onEvents(rest);
+    this.onStreamEnd();
+  }
+
+  onFail(err: Error, answered: boolean, reused: boolean): void {
+    if (this.done) return;
+    const code = (err as { code?: string }).code;
+    // A keep-alive socket the upstream closed as we wrote on it: the request never arrived.
+    if (reused && !answered && !this.resent && (code === 'ECONNRESET' || code === 'EPIPE')) {
+      this.resent = true;
+      return this.post();
+    }
+    if (!answered) {
+      this.fail(err);
+      return this.owner.session.networkFailed(err);
+    }
+    this.lostStream(
+      err.message.startsWith('bad answer') ? err.message : 'the response was cut off',
+    );
+  }
+
+  // ---- node:http's answer ---------------------------------------------------------------------
+
   onBodyData(chunk: Buffer): void {
     if (this.done) return;
     this.bytes += chunk.length;
@@ -368,12 +474,16 @@ class DirectCall {
   onBodyEnd(res: IncomingMessage): void {
     if (this.done) return;
     if (!res.complete) return this.lostStream('the response was cut off');
+    this.bodyEnd(res.statusMessage ?? '');
+  }
+
+  private bodyEnd(statusText: string): void {
     const text =
       this.chunks !== undefined
         ? Buffer.concat(this.chunks).toString('utf8')
         : (this.chunk?.toString('utf8') ?? '');
     if (this.status === 200 && this.type === 'application/json') return this.onJson(text);
-    this.onHttpError(this.status, res.statusMessage ?? '', this.type, text);
+    this.onHttpError(this.status, statusText, this.type, text);
   }
 
   /**
@@ -639,6 +749,7 @@ class DirectCall {
   private fail(err: unknown): void {
     this.cleanup();
     this.reject(err);
+    if (this.raw !== undefined && !this.rawComplete) this.raw.destroy();
     // Unfinished, the request's socket closes (in 2026-07-28 that is how a call is cancelled).
     if (this.res === undefined || !this.res.complete) this.req?.destroy();
   }
