@@ -22,19 +22,23 @@ import {
   SdkHttpError,
 } from '@modelcontextprotocol/client';
 import type { AbortWatch } from '../registry/types.js';
+import {
+  FIELD_VALUE,
+  LOG_LEVEL_META_KEY,
+  NAME_FIELD,
+  TOKEN,
+  headerValue,
+  invalid,
+  shapeProblem,
+  type DirectMethod,
+} from './direct-wire.js';
 import { localError } from '../errors.js';
 import { UpstreamError } from './upstream-error.js';
 import { UPSTREAM_RAW } from './raw-result.js';
 import { StringDecoder } from 'node:string_decoder';
 import type { RawExchange, RawHttpPool, RawRequest } from './raw-http.js';
 
-/**
- * 2026-07-28 sends log messages only to requests that name a level. The hub asks for all of
- * them: the relay hands each to the calling agent's peer, which applies the agent's own level.
- */
-const LOG_LEVEL_META_KEY = 'io.modelcontextprotocol/logLevel';
-
-export type DirectMethod = 'tools/call' | 'prompts/get' | 'resources/read';
+export type { DirectMethod } from './direct-wire.js';
 
 /** Bytes of one answer (a JSON body, one event of a stream): plugin_limits.upstream_answer_bytes. */
 export const DEFAULT_ANSWER_BYTES = 16 * 1024 * 1024;
@@ -84,22 +88,6 @@ export interface DirectOptions {
   /** Longest silence (reset by progress) and longest total time, ms. */
   idleMs: number;
   totalMs: number;
-}
-
-const NAME_FIELD: Record<DirectMethod, string> = {
-  'tools/call': 'name',
-  'prompts/get': 'name',
-  'resources/read': 'uri',
-};
-
-/** `Mcp-Name` as the SDK encodes it: printable ASCII as is, anything else as sentinel base64. */
-function headerValue(s: string): string {
-  let plain = s.length > 0 && s === s.trim() && !(s.startsWith('=?base64?') && s.endsWith('?='));
-  for (let i = 0; plain && i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c !== 9 && (c < 32 || c > 126)) plain = false;
-  }
-  return plain ? s : `=?base64?${Buffer.from(s, 'utf8').toString('base64')}?=`;
 }
 
 let nextId = 1;
@@ -253,13 +241,6 @@ export class DirectHttp {
     });
   }
 }
-
-/**
- * An HTTP header name (RFC 9110 token), and a value the lean client sends: printable ASCII and
- * tabs (node:http sends other characters as latin1; such a list goes through node:http).
- */
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
 
 /** One request in flight on the direct path. */
 class DirectCall implements RawExchange {
@@ -802,37 +783,6 @@ function onTimer(call: DirectCall): void {
 
 function resumeLater(call: DirectCall): void {
   call.resume();
-}
-
-function invalid(method: string, problem: string): SdkError {
-  return new SdkError(SdkErrorCode.InvalidResult, `Invalid result for ${method}: ${problem}`);
-}
-
-/** The cheap checks the hub needs before passing a result on (no full schema pass). */
-function shapeProblem(method: DirectMethod, r: Record<string, unknown>): string | undefined {
-  if (method === 'tools/call') {
-    const content = r.content;
-    if (content !== undefined) {
-      if (!Array.isArray(content)) return 'content is not an array';
-      for (const c of content)
-        if (
-          typeof c !== 'object' ||
-          c === null ||
-          typeof (c as { type?: unknown }).type !== 'string'
-        )
-          return 'a content item has no type';
-    }
-    if (r.isError !== undefined && typeof r.isError !== 'boolean')
-      return 'isError is not a boolean';
-    const sc = r.structuredContent;
-    if (sc !== undefined && (typeof sc !== 'object' || sc === null || Array.isArray(sc)))
-      return 'structuredContent is not an object';
-    return undefined;
-  }
-  const list = method === 'prompts/get' ? r.messages : r.contents;
-  return Array.isArray(list)
-    ? undefined
-    : `${method === 'prompts/get' ? 'messages' : 'contents'} is not an array`;
 }
 
 /** A keep-alive agent for one upstream's direct calls. */
