@@ -360,6 +360,11 @@ export const LOCAL_ERRORS = {
     'hub shutting down',
     "the hub's drain deadline passed while the call ran (SIGTERM/SIGINT)",
   ],
+  // ---- proxied calls (upstream/direct-http.ts) ----
+  upstream_answer_too_large: [
+    'the upstream answer is larger than {max} bytes (plugin_limits.upstream_answer_bytes)',
+    "a proxied call's answer (its JSON body, or one event of its stream) passed the bound: the call fails, the upstream stays connected",
+  ],
   handler_result_invalid: [
     '{method} handler returned a non-object result',
     'a method handler bug (answers internal_error)',

@@ -14,6 +14,7 @@ export interface PluginLimitsConfig {
   registrations?: number;
   upstreams?: number;
   write_bytes?: number;
+  upstream_answer_bytes?: number;
 }
 
 type CamelCase<S extends string> = S extends `${infer H}_${infer T}`

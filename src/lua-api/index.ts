@@ -104,6 +104,7 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
     owner: opts.owner,
     logger: opts.logger,
     maxUpstreams: limits.upstreams,
+    answerBytes: limits.upstreamAnswerBytes,
   });
   installChilkat(state, { root: opts.root });
 }

@@ -24,6 +24,8 @@ export interface PluginLimits {
   upstreams: number;
   /** Bytes the plugin's `/source/tmp/` may hold (`write_bytes`). */
   writeBytes: number;
+  /** Bytes of one answer of a proxied upstream (`upstream_answer_bytes`): JSON body or one event. */
+  upstreamAnswerBytes: number;
 }
 
 export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
@@ -35,6 +37,7 @@ export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
   registrations: 10_000,
   upstreams: 64,
   writeBytes: 64 * 1024 * 1024,
+  upstreamAnswerBytes: 16 * 1024 * 1024,
 };
 
 /** The config key of each limit, for error messages. */
@@ -47,6 +50,7 @@ export const PLUGIN_LIMIT_KEYS: Record<keyof PluginLimits, string> = {
   registrations: 'plugin_limits.registrations',
   upstreams: 'plugin_limits.upstreams',
   writeBytes: 'plugin_limits.write_bytes',
+  upstreamAnswerBytes: 'plugin_limits.upstream_answer_bytes',
 };
 
 export function resolvePluginLimits(given: Partial<PluginLimits> = {}): PluginLimits {

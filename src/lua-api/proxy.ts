@@ -20,6 +20,8 @@ export interface ProxyBindingOptions {
   logger: Logger;
   /** Upstream connections this plugin may hold (plugin_limits.upstreams; unlimited if absent). */
   maxUpstreams?: number;
+  /** Bytes of one upstream answer (plugin_limits.upstream_answer_bytes; the default if absent). */
+  answerBytes?: number;
 }
 
 /** Longest a `mcp.proxy` call waits for the first import before returning `false, err`. */
@@ -135,6 +137,7 @@ export function installProxyApi(state: LuaState, opts: ProxyBindingOptions): voi
       idleTimeoutMs: optNumber(given, 'idle_timeout_ms'),
       pin: pin === true,
       forwardContext: forward !== false,
+      answerBytes: opts.answerBytes,
     };
     const oauth = given.oauth;
     if (oauth === true || (typeof oauth === 'object' && oauth !== null && !Array.isArray(oauth))) {

@@ -27,6 +27,12 @@ export interface CallContext {
   fields?: Record<string, string | number | boolean>;
   /** Aborted when the caller cancels or goes away. */
   signal?: AbortSignal;
+  /**
+   * The same abort without an AbortSignal being made (transports set it; reading `signal` costs
+   * an AbortController and a listener): a hot path that only needs to hear it watches this.
+   * Not enumerable where set, so a copy given a signal of its own (`{ ...ctx, signal }`) drops it.
+   */
+  abortWatch?: AbortWatch;
   /** The client that made the call, for messages back to it while the call runs. */
   peer?: CallPeer;
   /**
@@ -34,6 +40,19 @@ export interface CallContext {
    * (execute, mcp.call) pass it on, so they are authorized as if the caller had made them.
    */
   filter?: OwnerFilter;
+}
+
+/** Hears a call's abort once (an object, so a watcher needs no closure). */
+export interface AbortWatcher {
+  handleAbort(reason: unknown): void;
+}
+
+/** A call's abort, heard without an AbortSignal (see CallContext.abortWatch). */
+export interface AbortWatch {
+  readonly aborted: boolean;
+  /** Calls `w.handleAbort` once the call is aborted; false (and no call) when it already is. */
+  watch(w: AbortWatcher): boolean;
+  unwatch(w: AbortWatcher): void;
 }
 
 export type LogLevel =

@@ -97,7 +97,7 @@ export class InputRound {
   }
 
   private end(): void {
-    if (this.channel.signal.aborted) return;
+    if (this.channel.aborted) return;
     const payload = Buffer.from(JSON.stringify({ b: this.binding, a: this.used })).toString(
       'base64url',
     );

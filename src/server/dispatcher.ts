@@ -15,6 +15,7 @@ import {
   type WireErrorName,
 } from '../errors.js';
 import { RegistryError } from '../registry/errors.js';
+import { rawJsonOf } from '../registry/raw-json.js';
 import type { Registry } from '../registry/registry.js';
 import type { CallContext, OwnerFilter } from '../registry/types.js';
 import { RequestPeer, settleOutgoing } from './call-peer.js';
@@ -193,6 +194,9 @@ class Dispatcher implements McpDispatcher {
               return (peer ??= new RequestPeer(scope, params, channel, method, flow));
             },
           };
+    // Not enumerable: a copy that sets a signal of its own (`{ ...ctx, signal }`) must not keep
+    // watching this one.
+    if (channel !== undefined) Object.defineProperty(ctx, 'abortWatch', { value: channel });
     const session = scope.session;
     if (session?.id !== undefined) ctx.session_uuid = session.id;
     const principal = scope.principal ?? session?.principal;
@@ -222,9 +226,32 @@ class Dispatcher implements McpDispatcher {
     return out;
   }
 
+  /**
+   * The answer from a result that carries its own JSON text (registry/raw-json.ts: a proxied
+   * upstream's result passed on): only `_meta` and the 2026-07-28 members are added. Undefined
+   * when the era's shaping needs more than that (an input round, a `_meta` to merge).
+   */
+  private rawAnswer(call: Call, result: Record<string, unknown>, raw: string): string | undefined {
+    const meta = result._meta;
+    if (call.scope.era !== 'modern') {
+      if (meta === undefined) return resultPrefix(call.id) + raw + '}';
+      return resultPrefix(call.id) + splice(raw, '"_meta":' + JSON.stringify(meta)) + '}';
+    }
+    if (call.channel?.round?.result !== undefined || result.resultType !== undefined) return;
+    if (CACHEABLE_METHODS.has(call.method)) return undefined;
+    // The hub's serverInfo replaces the upstream's; any other `_meta` member needs the merge.
+    if (meta !== undefined && !onlyServerInfo(meta)) return undefined;
+    return resultPrefix(call.id) + splice(raw, this.modernSuffix) + '}';
+  }
+
   /** Serialises a successful result for the request's era. */
   private answerOf(call: Call, result: Record<string, unknown>): string {
     const { id, method } = call;
+    const raw = rawJsonOf(result);
+    if (raw !== undefined) {
+      const answer = this.rawAnswer(call, result, raw);
+      if (answer !== undefined) return answer;
+    }
     if (call.scope.era !== 'modern') return serializeResult(id, result);
     const asked = call.channel?.round?.result;
     if (asked !== undefined) return serializeResult(id, this.modernResult(method, asked));
@@ -396,6 +423,17 @@ function outcomeOf(result: Record<string, unknown>, call: Call): ObservedCall['o
 /** What every successful answer starts with (serializeResult and the hot-path splice alike). */
 function resultPrefix(id: JsonRpcId): string {
   return '{"jsonrpc":"2.0","id":' + JSON.stringify(id) + ',"result":';
+}
+
+/** `members` (JSON text without braces) added to the object text `obj`. */
+function splice(obj: string, members: string): string {
+  return obj === '{}' ? '{' + members + '}' : obj.slice(0, -1) + ',' + members + '}';
+}
+
+function onlyServerInfo(meta: unknown): boolean {
+  if (!isPlainObject(meta)) return false;
+  for (const k in meta) if (k !== SERVER_INFO_META_KEY) return false;
+  return true;
 }
 
 const EMPTY: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;

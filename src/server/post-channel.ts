@@ -15,9 +15,9 @@ import type { SessionRecord } from './session.js';
 const RESUMABLE_VERSION = '2025-11-25';
 
 /**
- * The channel of one POSTed request: the POST's own response. Its abort source is made lazily: the AbortController and the
- * response's 'close' listener exist only once a handler reads `ctx.signal` (or a cancellation
- * arrives first); the response closing before it finished means the caller went away. A message
+ * The channel of one POSTed request: the POST's own response. Its abort source is made lazily: the AbortController
+ * exists only once a handler reads `ctx.signal`, the response's 'close' listener once a handler
+ * reads it or `watch`es the abort (a proxied call); the response closing before it finished means the caller went away. A message
  * sent while the call runs turns the response into an event stream, when the client accepts one.
  */
 export class PostResponseChannel extends RequestChannel {
@@ -40,19 +40,19 @@ export class PostResponseChannel extends RequestChannel {
     super();
   }
 
-  protected override created(ctl: AbortController): void {
+  protected override armed(): void {
     const res = this.res;
     if (res.closed) {
       // Read late (a handler may first look at its signal mid-call): a resumable stream still
       // outlives its connection.
       if (!res.writableFinished && this.resumable === undefined)
-        ctl.abort(localError('client_disconnected'));
+        this.abort(localError('client_disconnected'));
       return;
     }
     res.once('close', () => {
       // A resumable stream outlives its connection: the client may come back for the answer.
       if (!res.writableFinished && this.resumable === undefined)
-        ctl.abort(localError('client_disconnected'));
+        this.abort(localError('client_disconnected'));
     });
   }
 

@@ -42,7 +42,7 @@ class StdioChannel extends RequestChannel {
   }
 
   override send(json: string): boolean {
-    if (this.signal.aborted) return false;
+    if (this.aborted) return false;
     if (this.output.writableLength > this.flow.streamBufferBytes) {
       this.flow.refused?.('stream_buffer');
       this.cutOff = wireError('stream_overflow', { max: this.flow.streamBufferBytes });

@@ -16,6 +16,7 @@ import {
 } from '@modelcontextprotocol/client';
 import type { FetchLike, JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import {
+  DEFAULT_ANSWER_BYTES,
   DirectHttp,
   INPUT_REQUIRED,
   directAgent,
@@ -26,6 +27,8 @@ import { continueAuth, oauthProvider, type OAuthSettings } from './oauth.js';
 import { createTransport, upstreamKind, type UpstreamKind } from './transports.js';
 import type { UpstreamRelay } from './relay.js';
 import { UpstreamError } from './upstream-error.js';
+import { RawHttpPool } from './raw-http.js';
+import type { AbortWatch } from '../registry/types.js';
 
 export { UpstreamError } from './upstream-error.js';
 
@@ -58,6 +61,8 @@ export interface ConnectionOptions {
   /** First reconnect delay; doubles up to `maxBackoffMs` (defaults 250 ms, 30 s). */
   backoffMs?: number;
   maxBackoffMs?: number;
+  /** Bytes of one answer on the direct path (JSON body or one event); default 16 MiB. */
+  answerBytes?: number;
   /** OAuth to the upstream (HTTP): discovery, registration, a headless authorization. */
   oauth?: OAuthSettings;
   /** Asked for new credentials on 401/403; returning nothing gives up. */
@@ -74,6 +79,8 @@ export interface ConnectionOptions {
 
 export interface RequestExtras {
   signal?: AbortSignal;
+  /** The caller's abort without an AbortSignal (the direct path prefers it; see CallContext). */
+  abortWatch?: AbortWatch;
   onProgress?: (p: { progress: number; total?: number; message?: string }) => void;
   /** Hears the upstream's progress when `onProgress` is not given (a CallPeer fits). */
   peer?: ProgressSink;
@@ -106,6 +113,8 @@ export class UpstreamConnection {
   private direct: DirectHttp | undefined;
   private directClient: Client | undefined;
   private agent: Agent | undefined;
+  /** Plain-http upstreams: the direct path's own keep-alive sockets (raw-http.ts). */
+  private pool: RawHttpPool | undefined;
   private connecting: Promise<Client> | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private backoff: number;
@@ -275,6 +284,11 @@ export class UpstreamConnection {
       return undefined;
     const url = new URL(this.url);
     this.agent ??= directAgent(url);
+    if (url.protocol === 'http:')
+      this.pool ??= new RawHttpPool(
+        url.hostname.replace(/^\[(.*)\]$/, '$1'),
+        Number(url.port) || 80,
+      );
     return new DirectHttp(
       {
         url,
@@ -284,6 +298,7 @@ export class UpstreamConnection {
         headers: this.openHeaders,
         clientInfo: this.opts.clientInfo ?? { name: 'moonhub', version: '0.1.0' },
         capabilities: this.opts.capabilities ?? {},
+        answerBytes: this.opts.answerBytes ?? DEFAULT_ANSWER_BYTES,
         deliver: (message) => {
           try {
             transport.onmessage?.(parseJSONRPCMessage(message));
@@ -298,6 +313,7 @@ export class UpstreamConnection {
         networkFailed: (err) => this.lost(client, describe(err, this.url).message),
       },
       this.agent,
+      this.pool,
     );
   }
 
@@ -418,14 +434,14 @@ export class UpstreamConnection {
       if (http === undefined) break;
       let result: Record<string, unknown> | typeof INPUT_REQUIRED;
       try {
+        // `extras` is read lazily: its signal and peer may be getters that build them.
         result = await http.call(method, params, {
-          signal: extras.signal,
-          peer: extras.peer,
+          caller: extras,
           idleMs: Math.min(this.opts.idleTimeoutMs ?? total, total),
           totalMs: total,
         });
       } catch (err) {
-        retried = await this.recover(client, err, retried, extras.signal);
+        retried = await this.recover(client, err, retried, extras.abortWatch ?? extras.signal);
         continue;
       }
       // 2026-07-28 input rounds (sampling, elicitation) are the SDK client's to drive.
@@ -446,7 +462,7 @@ export class UpstreamConnection {
     client: Client,
     err: unknown,
     retried: boolean,
-    signal: AbortSignal | undefined,
+    signal: { readonly aborted: boolean } | undefined,
   ): Promise<true> {
     if (signal?.aborted) throw new UpstreamError('the call was cancelled');
     if (err instanceof UpstreamError) throw err;
@@ -483,6 +499,8 @@ export class UpstreamConnection {
     if (client) this.forget(client);
     this.agent?.destroy();
     this.agent = undefined;
+    this.pool?.close();
+    this.pool = undefined;
     if (!client) return;
     client.onclose = undefined;
     const transport = client.transport as { terminateSession?: () => Promise<void> } | undefined;

@@ -21,15 +21,27 @@ import {
   SdkErrorCode,
   SdkHttpError,
 } from '@modelcontextprotocol/client';
+import type { AbortWatch } from '../registry/types.js';
+import {
+  FIELD_VALUE,
+  LOG_LEVEL_META_KEY,
+  NAME_FIELD,
+  TOKEN,
+  headerValue,
+  invalid,
+  shapeProblem,
+  type DirectMethod,
+} from './direct-wire.js';
+import { localError } from '../errors.js';
 import { UpstreamError } from './upstream-error.js';
+import { UPSTREAM_RAW } from './raw-result.js';
+import { StringDecoder } from 'node:string_decoder';
+import type { RawExchange, RawHttpPool, RawRequest } from './raw-http.js';
 
-/**
- * 2026-07-28 sends log messages only to requests that name a level. The hub asks for all of
- * them: the relay hands each to the calling agent's peer, which applies the agent's own level.
- */
-const LOG_LEVEL_META_KEY = 'io.modelcontextprotocol/logLevel';
+export type { DirectMethod } from './direct-wire.js';
 
-export type DirectMethod = 'tools/call' | 'prompts/get' | 'resources/read';
+/** Bytes of one answer (a JSON body, one event of a stream): plugin_limits.upstream_answer_bytes. */
+export const DEFAULT_ANSWER_BYTES = 16 * 1024 * 1024;
 
 /** Returned when a 2026-07-28 upstream wants input first: run the call through the SDK. */
 export const INPUT_REQUIRED: unique symbol = Symbol('input_required');
@@ -44,6 +56,8 @@ export interface DirectSession {
   headers: Record<string, string>;
   clientInfo: unknown;
   capabilities: Record<string, unknown>;
+  /** Bytes of one answer (JSON body, or one event of a stream); past it the call fails. */
+  answerBytes: number;
   /** Hands a message of the upstream that is not this request's to the SDK client. */
   deliver(message: unknown): void;
   /** 2025 eras: tells the upstream a request was cancelled (notifications/cancelled). */
@@ -57,28 +71,23 @@ export interface ProgressSink {
   progress(progress: number, total?: number, message?: string): unknown;
 }
 
+/**
+ * Who a call works for: read lazily, so a call whose caller neither cancels nor hears progress
+ * makes no AbortSignal and no peer (a CallContext fits: `signal` and `peer` are getters there).
+ */
+export interface CallerSource {
+  /** The caller's abort, heard without an AbortSignal; preferred over `signal`. */
+  readonly abortWatch?: AbortWatch;
+  readonly signal?: AbortSignal;
+  /** Read only when the upstream reports progress. */
+  readonly peer?: ProgressSink;
+}
+
 export interface DirectOptions {
-  signal: AbortSignal | undefined;
-  peer: ProgressSink | undefined;
+  caller: CallerSource;
   /** Longest silence (reset by progress) and longest total time, ms. */
   idleMs: number;
   totalMs: number;
-}
-
-const NAME_FIELD: Record<DirectMethod, string> = {
-  'tools/call': 'name',
-  'prompts/get': 'name',
-  'resources/read': 'uri',
-};
-
-/** `Mcp-Name` as the SDK encodes it: printable ASCII as is, anything else as sentinel base64. */
-function headerValue(s: string): string {
-  let plain = s.length > 0 && s === s.trim() && !(s.startsWith('=?base64?') && s.endsWith('?='));
-  for (let i = 0; plain && i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c !== 9 && (c < 32 || c > 126)) plain = false;
-  }
-  return plain ? s : `=?base64?${Buffer.from(s, 'utf8').toString('base64')}?=`;
 }
 
 let nextId = 1;
@@ -102,10 +111,15 @@ export class DirectHttp {
   readonly live = new Set<DirectCall>();
   /** The `_meta` envelope after the progress token, as JSON without its opening brace. */
   private readonly metaTail: string;
+  /** Plain-http upstreams: the lean client's sockets (raw-http.ts); else node:http for all. */
+  readonly pool: RawHttpPool | undefined;
+  /** Each header list's request head for the lean client (undefined: a value it cannot send). */
+  private readonly heads = new WeakMap<string[], string | undefined>();
 
-  constructor(session: DirectSession, agent: HttpAgent) {
+  constructor(session: DirectSession, agent: HttpAgent, pool?: RawHttpPool) {
     this.session = session;
     this.agent = agent;
+    this.pool = pool;
     const url = session.url;
     const https = url.protocol === 'https:';
     this.send = https ? (httpsRequest as unknown as typeof httpRequest) : httpRequest;
@@ -181,17 +195,34 @@ export class DirectHttp {
         id,
         method,
         body,
-        this.headersFor(method, typeof name === 'string' ? name : '').concat(
-          'content-length',
-          String(Buffer.byteLength(body)),
-          ...(traceHeader ?? []),
-        ),
+        this.headersFor(method, typeof name === 'string' ? name : ''),
+        traceHeader,
         opts,
         resolve,
         reject,
       );
       call.start();
     });
+  }
+
+  /**
+   * The request head for the lean client, made once per header list: node:http's checks of
+   * header names and values, once; a list that fails them goes through node:http, which says why.
+   */
+  headOf(list: string[]): string | undefined {
+    if (this.heads.has(list)) return this.heads.get(list);
+    let head: string | undefined = `POST ${this.path} HTTP/1.1\r\n`;
+    for (let i = 0; i < list.length; i += 2) {
+      const [k, v] = [list[i]!, list[i + 1]!];
+      if (!TOKEN.test(k) || !FIELD_VALUE.test(v)) {
+        head = undefined;
+        break;
+      }
+      head += `${k}: ${v}\r\n`;
+    }
+    if (head !== undefined) head += 'connection: keep-alive\r\n';
+    this.heads.set(list, head);
+    return head;
   }
 
   abortAll(reason: Error): void {
@@ -212,12 +243,22 @@ export class DirectHttp {
 }
 
 /** One request in flight on the direct path. */
-class DirectCall {
+class DirectCall implements RawExchange {
   private req: ClientRequest | undefined;
+  /** The lean client's request (plain-http upstreams), when it carries this call. */
+  private raw: RawRequest | undefined;
+  /** The lean client's answer is complete (node:http: `res.complete`). */
+  private rawComplete = false;
+  private rawStatusText = '';
+  private rawStream = false;
+  private decoder: StringDecoder | undefined;
   private res: IncomingMessage | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly started = Date.now();
   private done = false;
+  /** What this call listens to for its caller's abort, while the request is out. */
+  private watching: AbortWatch | undefined;
+  private signal: AbortSignal | undefined;
   /** Retried once on a fresh socket when a reused keep-alive socket was found closed. */
   private resent = false;
   // The event stream being read.
@@ -226,8 +267,10 @@ class DirectCall {
   private lastEventId: string | undefined;
   private retryMs = 1000;
   private failedResumes = 0;
-  // A JSON answer being read.
-  text = '';
+  // A JSON answer being read: its chunks, and their bytes (bounded by the session's answerBytes).
+  private chunk: Buffer | undefined;
+  private chunks: Buffer[] | undefined;
+  private bytes = 0;
   private status = 0;
   private type = '';
 
@@ -236,17 +279,27 @@ class DirectCall {
     private readonly id: string,
     private readonly method: DirectMethod,
     private readonly body: string,
-    private readonly headers: string[],
+    /** The session's headers for this method and name (no Content-Length). */
+    private readonly base: string[],
+    private readonly trace: string[] | undefined,
     private readonly opts: DirectOptions,
     private readonly resolve: (r: Record<string, unknown> | typeof INPUT_REQUIRED) => void,
     private readonly reject: (e: unknown) => void,
   ) {}
 
   start(): void {
-    const signal = this.opts.signal;
-    if (signal !== undefined) {
-      if (signal.aborted) return this.fail(new UpstreamError('the call was cancelled'));
-      signal.addEventListener('abort', this, { once: true });
+    const caller = this.opts.caller;
+    const watch = caller.abortWatch;
+    if (watch !== undefined) {
+      if (!watch.watch(this)) return this.fail(new UpstreamError('the call was cancelled'));
+      this.watching = watch;
+    } else {
+      const signal = caller.signal;
+      if (signal !== undefined) {
+        if (signal.aborted) return this.fail(new UpstreamError('the call was cancelled'));
+        signal.addEventListener('abort', this, { once: true });
+        this.signal = signal;
+      }
     }
     this.timer = setTimeout(onTimer, Math.min(this.opts.idleMs, this.opts.totalMs), this);
     this.owner.live.add(this);
@@ -258,7 +311,32 @@ class DirectCall {
     this.cancel(new UpstreamError('the call was cancelled'));
   }
 
+  /** The caller's abort, heard through its AbortWatch. */
+  handleAbort(): void {
+    this.cancel(new UpstreamError('the call was cancelled'));
+  }
+
+  /** The request's headers as node:http takes them. */
+  private get headers(): string[] {
+    const length = String(Buffer.byteLength(this.body));
+    return this.base.concat('content-length', length, ...(this.trace ?? []));
+  }
+
   private post(): void {
+    const pool = this.owner.pool;
+    const head = pool === undefined ? undefined : this.owner.headOf(this.base);
+    const trace = this.trace;
+    if (head !== undefined && (trace === undefined || FIELD_VALUE.test(trace[1]!))) {
+      this.raw = pool!.post(
+        head +
+          `content-length: ${Buffer.byteLength(this.body)}\r\n` +
+          (trace === undefined ? '' : `traceparent: ${trace[1]}\r\n`) +
+          '\r\n',
+        this.body,
+        this,
+      );
+      return;
+    }
     const req = this.owner.open('POST', this.headers) as Tagged<ClientRequest>;
     req[CALL] = this;
     this.req = req;
@@ -296,25 +374,138 @@ class DirectCall {
     const type = (res.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
     this.status = status;
     this.type = type;
-    res.setEncoding('utf8');
     res.on('error', onResponseError);
     if (status === 200 && type === 'text/event-stream') {
+      res.setEncoding('utf8');
       res.on('data', onStreamData);
       res.on('end', onStreamEnd);
       res.on('aborted', onCutOff);
       return;
     }
+    // A body announced larger than the bound is refused before it is read.
+    const length = res.headers['content-length'];
+    if (length !== undefined && Number(length) > this.owner.session.answerBytes)
+      return this.tooLarge();
     res.on('data', onBodyData);
     res.on('end', onBodyEnd);
   }
 
+  // ---- the lean client's answer (RawExchange) -------------------------------------------------
+
+  onHead(status: number, statusText: string, type: string, length: number | undefined): void {
+    if (this.done) return;
+    this.status = status;
+    this.rawStatusText = statusText;
+    this.type = type.split(';', 1)[0]!.trim().toLowerCase();
+    if (status === 200 && this.type === 'text/event-stream') {
+      this.rawStream = true;
+      this.decoder = new StringDecoder('utf8');
+      return;
+    }
+    if (length !== undefined && length > this.owner.session.answerBytes) this.tooLarge();
+  }
+
+  onBody(chunk: Buffer): void {
+    if (this.done) return;
+    if (this.rawStream) this.onEvents(this.decoder!.write(chunk));
+    else this.onBodyData(chunk);
+  }
+
+  onEnd(): void {
+    this.rawComplete = true;
+    if (this.done) return;
+    if (!this.rawStream) return this.bodyEnd(this.rawStatusText);
+    const rest = this.decoder!.end();
+    if (rest !== '') this.onEvents(rest);
+    this.onStreamEnd();
+  }
+
+  onFail(err: Error, answered: boolean, reused: boolean): void {
+    if (this.done) return;
+    const code = (err as { code?: string }).code;
+    // A keep-alive socket the upstream closed as we wrote on it: the request never arrived.
+    if (reused && !answered && !this.resent && (code === 'ECONNRESET' || code === 'EPIPE')) {
+      this.resent = true;
+      return this.post();
+    }
+    if (!answered) {
+      this.fail(err);
+      return this.owner.session.networkFailed(err);
+    }
+    this.lostStream(
+      err.message.startsWith('bad answer') ? err.message : 'the response was cut off',
+    );
+  }
+
+  // ---- node:http's answer ---------------------------------------------------------------------
+
+  onBodyData(chunk: Buffer): void {
+    if (this.done) return;
+    this.bytes += chunk.length;
+    if (this.bytes > this.owner.session.answerBytes) return this.tooLarge();
+    if (this.chunk === undefined) this.chunk = chunk;
+    else (this.chunks ??= [this.chunk]).push(chunk);
+  }
+
+  private tooLarge(): void {
+    this.fail(
+      new UpstreamError(
+        localError('upstream_answer_too_large', { max: this.owner.session.answerBytes }).message,
+      ),
+    );
+  }
+
   onBodyEnd(res: IncomingMessage): void {
+    if (this.done) return;
     if (!res.complete) return this.lostStream('the response was cut off');
-    if (this.status === 200 && this.type === 'application/json') return this.onJson(this.text);
-    this.onHttpError(this.status, res.statusMessage ?? '', this.type, this.text);
+    this.bodyEnd(res.statusMessage ?? '');
+  }
+
+  private bodyEnd(statusText: string): void {
+    const text =
+      this.chunks !== undefined
+        ? Buffer.concat(this.chunks).toString('utf8')
+        : (this.chunk?.toString('utf8') ?? '');
+    if (this.status === 200 && this.type === 'application/json') return this.onJson(text);
+    this.onHttpError(this.status, statusText, this.type, text);
+  }
+
+  /**
+   * The answer as the hub and the SDK send it: `{"jsonrpc":"2.0","id":ID,"result":R}` (or with
+   * `result` first). Then only R is parsed, and its text rides along with the result so the
+   * proxy can pass it on without serialising it again (upstream/raw-result.ts).
+   */
+  private rawResult(text: string): string | undefined {
+    let end = text.length;
+    while (end > 0 && text.charCodeAt(end - 1) <= 32) end--;
+    if (text.charCodeAt(end - 1) !== 125) return undefined;
+    // Ids are `moonhub-N`: nothing in them needs escaping.
+    const head = '{"jsonrpc":"2.0","id":"' + this.id + '","result":';
+    if (end - 1 > head.length && text.startsWith(head)) return text.slice(head.length, end - 1);
+    const tail = ',"jsonrpc":"2.0","id":"' + this.id + '"}';
+    if (
+      end - tail.length > 10 &&
+      text.startsWith('{"result":') &&
+      text.startsWith(tail, end - tail.length)
+    )
+      return text.slice(10, end - tail.length);
+    return undefined;
   }
 
   private onJson(text: string): void {
+    const raw = this.rawResult(text);
+    if (raw !== undefined) {
+      let result: unknown;
+      try {
+        result = JSON.parse(raw);
+      } catch {
+        result = undefined; // Not one value (more members follow): read the whole message below.
+      }
+      if (typeof result === 'object' && result !== null && !Array.isArray(result)) {
+        Object.defineProperty(result, UPSTREAM_RAW, { value: raw });
+        return this.onResult(result as Record<string, unknown>);
+      }
+    }
     let msg: unknown;
     try {
       msg = JSON.parse(text);
@@ -367,6 +558,10 @@ class DirectCall {
     const result = msg.result as Record<string, unknown> | undefined;
     if (typeof result !== 'object' || result === null || Array.isArray(result))
       return this.fail(invalid(this.method, 'not an object'));
+    this.onResult(result);
+  }
+
+  private onResult(result: Record<string, unknown>): void {
     if (this.owner.session.era === 'modern') {
       const kind = result.resultType;
       if (kind === 'input_required') return this.finish(INPUT_REQUIRED);
@@ -388,6 +583,8 @@ class DirectCall {
   onEvents(chunk: string): void {
     if (this.done) return;
     this.buf += chunk;
+    // One event at a time is held; counted in characters (at most the bytes read).
+    if (this.buf.length + this.data.length > this.owner.session.answerBytes) return this.tooLarge();
     let start = 0;
     for (;;) {
       const nl = this.buf.indexOf('\n', start);
@@ -429,7 +626,7 @@ class DirectCall {
         this.alive();
         if (this.done) return;
         if (typeof p.progress === 'number')
-          this.opts.peer?.progress(
+          this.opts.caller.peer?.progress(
             p.progress,
             typeof p.total === 'number' ? p.total : undefined,
             typeof p.message === 'string' ? p.message : undefined,
@@ -536,6 +733,7 @@ class DirectCall {
   private fail(err: unknown): void {
     this.cleanup();
     this.reject(err);
+    if (this.raw !== undefined && !this.rawComplete) this.raw.destroy();
     // Unfinished, the request's socket closes (in 2026-07-28 that is how a call is cancelled).
     if (this.res === undefined || !this.res.complete) this.req?.destroy();
   }
@@ -544,7 +742,8 @@ class DirectCall {
     this.done = true;
     this.owner.live.delete(this);
     if (this.timer !== undefined) clearTimeout(this.timer);
-    this.opts.signal?.removeEventListener('abort', this);
+    if (this.watching !== undefined) this.watching.unwatch(this);
+    else this.signal?.removeEventListener('abort', this);
   }
 }
 
@@ -559,8 +758,8 @@ function onPostResponse(this: ClientRequest, res: IncomingMessage): void {
 function onPostError(this: ClientRequest, err: Error): void {
   callOf(this).onRequestError(this, err);
 }
-function onBodyData(this: IncomingMessage, chunk: string): void {
-  callOf(this).text += chunk;
+function onBodyData(this: IncomingMessage, chunk: Buffer): void {
+  callOf(this).onBodyData(chunk);
 }
 function onBodyEnd(this: IncomingMessage): void {
   callOf(this).onBodyEnd(this);
@@ -584,37 +783,6 @@ function onTimer(call: DirectCall): void {
 
 function resumeLater(call: DirectCall): void {
   call.resume();
-}
-
-function invalid(method: string, problem: string): SdkError {
-  return new SdkError(SdkErrorCode.InvalidResult, `Invalid result for ${method}: ${problem}`);
-}
-
-/** The cheap checks the hub needs before passing a result on (no full schema pass). */
-function shapeProblem(method: DirectMethod, r: Record<string, unknown>): string | undefined {
-  if (method === 'tools/call') {
-    const content = r.content;
-    if (content !== undefined) {
-      if (!Array.isArray(content)) return 'content is not an array';
-      for (const c of content)
-        if (
-          typeof c !== 'object' ||
-          c === null ||
-          typeof (c as { type?: unknown }).type !== 'string'
-        )
-          return 'a content item has no type';
-    }
-    if (r.isError !== undefined && typeof r.isError !== 'boolean')
-      return 'isError is not a boolean';
-    const sc = r.structuredContent;
-    if (sc !== undefined && (typeof sc !== 'object' || sc === null || Array.isArray(sc)))
-      return 'structuredContent is not an object';
-    return undefined;
-  }
-  const list = method === 'prompts/get' ? r.messages : r.contents;
-  return Array.isArray(list)
-    ? undefined
-    : `${method === 'prompts/get' ? 'messages' : 'contents'} is not an array`;
 }
 
 /** A keep-alive agent for one upstream's direct calls. */

@@ -18,11 +18,12 @@ import type {
 } from '../registry/types.js';
 import { compileValidator, type ArgumentValidator } from '../registry/schema.js';
 import { globMatch } from '../registry/glob.js';
-import { UpstreamConnection, type ConnectionOptions } from './connection.js';
+import { UpstreamConnection, type ConnectionOptions, type RequestExtras } from './connection.js';
 import { UpstreamRelay } from './relay.js';
 import { botsterMeta } from './botster-meta.js';
 import { failureResult } from '../registry/registry.js';
 import { upstreamCallHookOf } from './call-hook.js';
+import { passThrough } from './raw-result.js';
 
 export interface ProxyOptions {
   prefix?: string;
@@ -46,6 +47,8 @@ export interface ProxyOptions {
   onAuthError?: ConnectionOptions['onAuthError'];
   oauth?: ConnectionOptions['oauth'];
   backoffMs?: number;
+  /** Bytes of one answer (plugin_limits.upstream_answer_bytes; default 16 MiB). */
+  answerBytes?: number;
 }
 
 export interface ChangedTool {
@@ -72,13 +75,17 @@ export interface ProxyStatus {
   changed: ChangedTool[];
 }
 
-/** The upstream's result with only what MCP's tool result holds (no era-specific fields). */
+/**
+ * The upstream's result with only what MCP's tool result holds (no era-specific fields); when
+ * the upstream's text holds exactly that, it is passed on as it came (raw-result.ts).
+ */
 function toolResult(r: Record<string, unknown>): ToolResult {
   const out: ToolResult = { content: (r.content ?? []) as ToolResult['content'] };
   if (r.isError === true) out.isError = true;
   if (r.structuredContent && typeof r.structuredContent === 'object')
     out.structuredContent = r.structuredContent as Record<string, unknown>;
   if (r._meta && typeof r._meta === 'object') out._meta = r._meta as Record<string, unknown>;
+  passThrough(r, out);
   return out;
 }
 
@@ -107,6 +114,16 @@ function checkStructured(
   const problem = tool.checkOutput?.(r.structuredContent);
   if (problem !== undefined)
     throw new Error(`Structured content does not match the tool's output schema: ${problem}`);
+}
+
+/** A call's cancellation without its peer (prompts and resources relay no progress), read lazily. */
+function cancelOnly(ctx: CallContext): RequestExtras {
+  return {
+    abortWatch: ctx.abortWatch,
+    get signal() {
+      return ctx.signal;
+    },
+  };
 }
 
 /** Glob over upstream names: `*` any run, `?` one character (linear, no regex). */
@@ -195,6 +212,7 @@ export class UpstreamProxy {
       connectTimeoutMs: opts.connectTimeoutMs,
       idleTimeoutMs: opts.idleTimeoutMs,
       backoffMs: opts.backoffMs,
+      answerBytes: opts.answerBytes,
       oauth: opts.oauth,
       // applyDefaults: the SDK fills omitted fields of an accepted elicitation from the schema's
       // defaults (SEP-1034) before the answer goes upstream.
@@ -449,7 +467,7 @@ export class UpstreamProxy {
       if (replaced) input = replaced;
     }
     // The context carries what the call needs: the caller's signal and its peer (progress).
-    const tracked = this.relay.track(ctx.peer);
+    const tracked = this.relay.track(ctx);
     try {
       const botster = this.opts.forwardContext === false ? undefined : botsterMeta(ctx);
       const call = (meta?: Record<string, string>) => {
@@ -486,12 +504,12 @@ export class UpstreamProxy {
     args: Record<string, string>,
     ctx: CallContext,
   ): Promise<PromptResult> {
-    const tracked = this.relay.track(ctx.peer);
+    const tracked = this.relay.track(ctx);
     try {
       const r = await this.connection.call(
         'prompts/get',
         { name: upstreamName, arguments: args },
-        { signal: ctx.signal },
+        cancelOnly(ctx),
       );
       const out: PromptResult = { messages: r.messages as PromptResult['messages'] };
       if (typeof r.description === 'string') out.description = r.description;
@@ -502,9 +520,9 @@ export class UpstreamProxy {
   }
 
   private async readResource(uri: string, ctx: CallContext): Promise<ResourceReadResult> {
-    const tracked = this.relay.track(ctx.peer);
+    const tracked = this.relay.track(ctx);
     try {
-      const r = await this.connection.call('resources/read', { uri }, { signal: ctx.signal });
+      const r = await this.connection.call('resources/read', { uri }, cancelOnly(ctx));
       return { contents: r.contents as ResourceReadResult['contents'] };
     } finally {
       this.relay.untrack(tracked);

@@ -11,8 +11,9 @@
 import type { Client } from '@modelcontextprotocol/client';
 import type { CallPeer, LogLevel } from '../registry/types.js';
 
+/** A call in flight; its peer is read only when a message needs it (a CallContext's `peer` is a getter that builds one). */
 interface Active {
-  peer: CallPeer;
+  from: { readonly peer?: CallPeer };
 }
 
 const CAPABILITY: Record<string, string> = {
@@ -29,12 +30,20 @@ export class UpstreamRelay {
     this.onLog = onLog;
   }
 
-  /** Marks a call in flight for `peer`; `untrack` with what it returns ends it. */
-  track(peer: CallPeer | undefined): object | undefined {
-    if (!peer) return undefined;
-    const entry = { peer };
+  /** Marks a call in flight for `from.peer`; `untrack` with what it returns ends it. */
+  track(from: { readonly peer?: CallPeer }): object {
+    const entry: Active = { from };
     this.active.add(entry);
     return entry;
+  }
+
+  private peers(): CallPeer[] {
+    const out: CallPeer[] = [];
+    for (const a of this.active) {
+      const peer = a.from.peer;
+      if (peer !== undefined) out.push(peer);
+    }
+    return out;
   }
 
   untrack(entry: object | undefined): void {
@@ -42,7 +51,7 @@ export class UpstreamRelay {
   }
 
   private pick(capability?: string): CallPeer | undefined {
-    const peers = [...this.active].map((a) => a.peer).reverse();
+    const peers = this.peers().reverse();
     if (!capability) return peers[0];
     return peers.find((p) => p.clientCapabilities?.[capability] !== undefined);
   }
@@ -51,7 +60,7 @@ export class UpstreamRelay {
   attach(client: Client, declared: Record<string, unknown>): void {
     client.setNotificationHandler('notifications/message', (n) => {
       const params = n.params as { level: LogLevel; data: unknown; logger?: string };
-      const peers = [...this.active].map((a) => a.peer);
+      const peers = this.peers();
       if (peers.length === 0) this.onLog?.(params.level, params.data, params.logger);
       for (const p of new Set(peers)) p.log(params.level, params.data, params.logger);
     });

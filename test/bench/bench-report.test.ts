@@ -84,13 +84,15 @@ describe('bench report helpers', () => {
     assert.deepEqual(Object.keys(baselineOf(rows)), ['hub-2026', 'hub-2025']);
   });
 
-  it('records the list rows in the baseline, not the unsteady proxy hop between two hubs', () => {
+  it('records the list rows and the proxy hop between two hubs (against its own ref)', () => {
     const rows = summarize([
       row('bare', [100], [20]),
       row('hub-list-10k', [60], [40]),
       row('hub-proxied', [30], [60], 'hub-list-10k'),
     ]);
-    assert.deepEqual(Object.keys(baselineOf(rows)), ['hub-list-10k']);
+    const base = baselineOf(rows);
+    assert.deepEqual(Object.keys(base), ['hub-list-10k', 'hub-proxied']);
+    assert.equal(base['hub-proxied']!.rps, 0.5);
   });
 
   it('draws one bar per measured throughput row and escapes labels', () => {

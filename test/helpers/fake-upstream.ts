@@ -10,7 +10,19 @@ import type { AddressInfo } from 'node:net';
  * `poll`: tools/call answers with an event stream that carries only an event id and ends; the
  * answer comes on the GET that resumes it (`Last-Event-ID`), as in 2025-11-25 SSE polling.
  */
-export type FakeMode = 'ok' | 'hang' | '500' | 'garbage' | 'poll' | 'iserror';
+export type FakeMode =
+  | 'ok'
+  | 'hang'
+  | '500'
+  | 'garbage'
+  | 'poll'
+  | 'iserror'
+  /** A result as given in `fake.result`, serialised. */
+  | 'result'
+  /** `fake.raw` sent as the body, `ID` replaced by the request's id (JSON). */
+  | 'raw'
+  /** An event stream whose answer event is `fake.raw` (`ID` replaced). */
+  | 'raw-sse';
 
 export interface FakeUpstream {
   url: string;
@@ -30,6 +42,10 @@ export interface FakeUpstream {
   calls: Record<string, unknown>[];
   /** TCP connections accepted so far. */
   connections: number;
+  /** Mode 'result': the tools/call result. */
+  result?: unknown;
+  /** Modes 'raw' and 'raw-sse': the answer's text, `ID` standing for the request's id. */
+  raw?: string;
   close: () => Promise<void>;
 }
 
@@ -111,6 +127,21 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         case 'tools/call':
           fake.calls.push(msg.params ?? {});
           if (fake.mode === 'hang') return;
+          if (fake.mode === 'result') return reply(fake.result);
+          if (fake.mode === 'raw' || fake.mode === 'raw-sse') {
+            const text = (fake.raw ?? '').replaceAll('ID', JSON.stringify(msg.id));
+            if (fake.mode === 'raw') {
+              // In two writes: chunked, no Content-Length (the answer is read and counted).
+              const half = Math.floor(text.length / 2);
+              res.writeHead(200, { 'content-type': 'application/json' });
+              res.write(text.slice(0, half));
+              res.end(text.slice(half));
+            } else {
+              res.writeHead(200, { 'content-type': 'text/event-stream' });
+              res.end(`event: message\ndata: ${text}\n\n`);
+            }
+            return;
+          }
           if (fake.mode === 'iserror') {
             return reply({
               content: [
