@@ -210,7 +210,9 @@ auth: { mode: token }
 plugins: { dirs: [plugins] }
 agents: { worker: {} }
 limits: { sessions: { per_principal: 2, evict_idle_ms: 1000 } }
-cluster: { workers: 2 }
+# idle_timeout 20 s: a worker writes a record's last activity every 1 s at most, so a session
+# counts as idle for eviction after 2 s silent (twice that).
+cluster: { workers: 2, limits: { idle_timeout_ms: 20000 } }
 `,
     );
     hub = await startMoonhub(['--config', cfg, '--data', dir.data]);
