@@ -262,10 +262,11 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
       changed = true;
       await records.unsubscribe(s.id, uri);
     }
+    if (!changed) return undefined; // the common case: a call changes nothing of the session
     this.written.set(s, snapshot(s));
     // Every other copy goes stale before the client hears back (its next request may land on
     // another process); the one holding the stream re-reads its subscriptions at once.
-    if (changed) await this.announce({ id: s.id });
+    await this.announce({ id: s.id });
     return undefined;
   }
 
