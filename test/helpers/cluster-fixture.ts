@@ -30,8 +30,8 @@ export interface RedisFleetOptions {
   instances: number;
   /** Plugin files (name → Lua source) each instance loads. */
   plugins: Record<string, string>;
-  /** The config file of each instance, given the redis URL. */
-  config: (redisUrl: string) => string;
+  /** The config file of each instance, given the redis URL and the instance's index. */
+  config: (redisUrl: string, index: number) => string;
   nginx?: boolean;
 }
 
@@ -47,10 +47,10 @@ export async function startRedisFleet(opts: RedisFleetOptions): Promise<RedisFle
   try {
     for (let i = 0; i < opts.instances; i++) dirs.push(makeHubDir(opts.plugins));
     const started = await Promise.allSettled(
-      dirs.map((d) =>
+      dirs.map((d, i) =>
         startMoonhub([
           '--config',
-          d.write('moonhub.yaml', opts.config(redis.url)),
+          d.write('moonhub.yaml', opts.config(redis.url, i)),
           '--data',
           d.data,
         ]),
