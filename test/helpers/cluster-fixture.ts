@@ -33,6 +33,8 @@ export interface RedisFleetOptions {
   /** The config file of each instance, given the redis URL and the instance's index. */
   config: (redisUrl: string, index: number) => string;
   nginx?: boolean;
+  /** More `serve` arguments for every instance (e.g. `--no-watch`). */
+  args?: string[];
 }
 
 export async function startRedisFleet(opts: RedisFleetOptions): Promise<RedisFleet> {
@@ -53,6 +55,7 @@ export async function startRedisFleet(opts: RedisFleetOptions): Promise<RedisFle
           d.write('moonhub.yaml', opts.config(redis.url, i)),
           '--data',
           d.data,
+          ...(opts.args ?? []),
         ]),
       ),
     );
