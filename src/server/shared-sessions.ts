@@ -17,6 +17,7 @@ import type { ProtocolSessionRecord, SessionRecordStore } from '../cluster/sessi
 import { channels, onTopic, type TopicPayloads } from '../cluster/topics.js';
 import type { LegacySessionStore } from './legacy-sessions.js';
 import type { SharedStreams } from './shared-streams.js';
+import { SessionFreshness } from './session-freshness.js';
 import {
   newSessionState,
   type PeerRouter,
@@ -54,13 +55,9 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
   private readonly written = new WeakMap<SessionRecord, Written>();
   private readonly sweeper: NodeJS.Timeout;
   private readonly busyToucher: NodeJS.Timeout;
-  /** Sessions whose copy here matches their record: id → when the record was read. */
-  private readonly fresh = new Map<string, number>();
-  /** Bumped by every change heard and every bus gap: a read that raced one is not trusted. */
-  private changes = 0;
-  /** Until the bus has confirmed our subscription to `session_changed`, nothing is fresh. */
-  private listening = false;
-  private readonly unlisten: Array<() => void> = [];
+  /** Which copies match their records (served without a read). */
+  private readonly fresh: SessionFreshness;
+  private readonly unlisten: () => void;
 
   constructor(
     private readonly local: LegacySessionStore,
@@ -74,13 +71,12 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     const busyEvery = Math.max(100, Math.floor(local.limits.sessionEvictIdleMs / 4));
     this.busyToucher = setInterval(() => this.touchBusy(), busyEvery);
     this.busyToucher.unref();
-    this.unlisten.push(
-      onTopic(opts.bus, 'session_changed', (m, origin) => this.onChanged(m, origin)),
-      opts.bus.onGap(() => this.invalidateAll()),
-    );
-    opts.bus.ready().then(
-      () => (this.listening = true),
-      (err: unknown) => opts.onError?.(err, 'session cache (bus subscription)'),
+    this.unlisten = onTopic(opts.bus, 'session_changed', (m, origin) => this.onChanged(m, origin));
+    this.fresh = new SessionFreshness(
+      opts.bus,
+      opts.records.limits.sessionCacheMs,
+      2 * local.maxSessions,
+      (err) => opts.onError?.(err, 'session cache (bus subscription)'),
     );
   }
 
@@ -147,8 +143,8 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
 
   closeAll(): void {
     clearInterval(this.sweeper);
-    for (const off of this.unlisten.splice(0)) off();
-    this.fresh.clear();
+    this.unlisten();
+    this.fresh.close();
     this.opts.streams.close();
     clearInterval(this.busyToucher);
     this.local.closeAll();
@@ -160,14 +156,13 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
 
   async load(id: string): Promise<void> {
     const known = this.adopted.get(id) ?? this.local.touch(id);
-    if (known !== undefined && this.isFresh(id)) {
+    if (known !== undefined && this.fresh.isFresh(id)) {
       // The hot path: nothing changed since the copy was read; only activity is recorded.
       known.lastSeen = Date.now();
       this.touchRecord(id);
       return;
     }
-    const seq = this.changes;
-    const trusted = this.listening && this.opts.bus.live;
+    const token = this.fresh.begin();
     let rec: ProtocolSessionRecord | undefined;
     try {
       rec = await this.opts.records.get(id);
@@ -190,7 +185,7 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     s.subscriptions = new Set(rec.subscriptions);
     this.written.set(s, snapshot(s));
     // Fresh only if no change was announced while the read was under way.
-    if (trusted && seq === this.changes && this.opts.bus.live) this.markFresh(id);
+    this.fresh.settle(id, token);
     this.touchRecord(id);
   }
 
@@ -237,7 +232,7 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
         await this.announce({ id, ended: true });
       }
       this.written.set(s, snapshot(s));
-      if (this.listening && this.opts.bus.live) this.markFresh(s.id); // new: nobody else knows it
+      this.fresh.written(s.id); // new: nobody else knows it
       return undefined;
     }
     let changed = false;
@@ -322,8 +317,7 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
   /** Another process changed or ended a session: this copy is stale, or ends. */
   private onChanged(m: TopicPayloads['session_changed'], origin: string): void {
     if (origin === this.opts.bus.instanceId) return; // our own change: our copy has it
-    this.changes++;
-    this.fresh.delete(m.id);
+    this.fresh.stale(m.id);
     if (m.ended === true) {
       this.forget(m.id);
       return;
@@ -331,29 +325,6 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     // The stream held here tells resource updates by the subscriptions: re-read them now.
     const s = this.adopted.get(m.id) ?? this.local.peek(m.id);
     if (s?.stream !== undefined && !s.stream.closed) void this.load(m.id);
-  }
-
-  private invalidateAll(): void {
-    this.changes++;
-    this.fresh.clear();
-  }
-
-  private isFresh(id: string): boolean {
-    const at = this.fresh.get(id);
-    if (at === undefined) return false;
-    if (this.opts.bus.live && Date.now() - at < this.cacheMs) return true;
-    this.fresh.delete(id);
-    return false;
-  }
-
-  private markFresh(id: string): void {
-    // Bounded by the sessions this process may hold (its own and its copies).
-    if (this.fresh.size >= 2 * this.local.maxSessions) this.fresh.clear();
-    this.fresh.set(id, Date.now());
-  }
-
-  private get cacheMs(): number {
-    return this.opts.records.limits.sessionCacheMs;
   }
 
   /** Announces a change before the client hears back; a bus failure costs freshness only. */
@@ -372,7 +343,7 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
 
   /** Ends this process's copy (its stream, its calls); true when it had one. */
   private forget(id: string): boolean {
-    this.fresh.delete(id);
+    this.fresh.forget(id);
     const s = this.adopted.get(id);
     if (s === undefined) return this.local.delete(id);
     this.adopted.delete(id);
@@ -409,12 +380,12 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
 
   /** Copies of other processes' sessions are caches: idle ones without a stream go. */
   private sweepAdopted(now: number): void {
-    for (const [id, at] of this.fresh) if (now - at >= this.cacheMs) this.fresh.delete(id);
+    this.fresh.sweep(now);
     for (const [id, s] of this.adopted) {
       if (s.stream && !s.stream.closed) continue;
       if (now - s.lastSeen > this.local.idleTimeoutMs) {
         this.adopted.delete(id);
-        this.fresh.delete(id);
+        this.fresh.forget(id);
         end(s);
       }
     }
