@@ -168,9 +168,11 @@ describe(
         m.disconnect();
         monitor.disconnect();
       }
-      // The record is read only when a copy is unknown or stale (touches are thinned writes).
+      // The record is read only when a copy is unknown or stale (touches are thinned writes):
+      // none here, but a loaded box may pass the 5 s backstop (session_cache_ms) once per
+      // instance. Without the cache every call reads it (12).
       const reads = seen.filter((c) => /^hgetall\b/i.test(c) && c.includes(sessionId));
-      assert.deepEqual(reads, [], 'session record reads during 12 calls');
+      assert.ok(reads.length <= 3, `${reads.length} session record reads during 12 calls`);
     });
 
     it('an elicitation is answered through another instance than the call', async () => {
