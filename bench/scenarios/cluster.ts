@@ -2,7 +2,9 @@
  * The scale-out rows (docs/scale-out.md), their ratios against one plain process measured in the
  * same interleaved rounds: the Lua echo `tools/call` (2026-07-28 and a 2025 session) with
  * `--workers 2` and with one instance on Redis (`cluster.redis`); then the delay from
- * `mcp.resource_updated` on one Redis instance to the notification on another's listen stream.
+ * `mcp.resource_updated` on one Redis instance to the notification on another's listen stream;
+ * and, with plugins on the hub's thread on both sides (`cluster-inproc-*`), `--workers 2`
+ * against one process.
  * The Redis rows need redis-server (Debian package); without it they say n/a.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -25,7 +27,16 @@ export const CLUSTER_ROWS: ReadonlySet<string> = new Set([
   'cluster-2025-one',
   'cluster-2025-workers2',
   'cluster-2025-redis',
+  'cluster-inproc-one',
+  'cluster-inproc-workers2',
 ]);
+
+/**
+ * The `--workers 2` comparison with plugins on the hub's thread (`plugins.isolation: none`) on
+ * both sides: with the default isolation one process already keeps two threads busy (the hub's
+ * and the plugin's), so on two cores shared with wrk a second process has little left to use.
+ */
+const IN_PROCESS = 'plugins: { isolation: none }\n';
 
 export interface ClusterSettings {
   rounds: number;
@@ -113,7 +124,8 @@ export async function measureCluster(
   procs: Proc[],
 ): Promise<{ rows: Row[]; notify: NotifyDelay | undefined }> {
   const { log } = settings;
-  const ref = (era: string) => (era === '2025' ? 'cluster-2025-one' : 'cluster-one');
+  const ref = (era: string) =>
+    era === '2025' ? 'cluster-2025-one' : era === 'inproc' ? 'cluster-inproc-one' : 'cluster-one';
   const rows: Row[] = [];
   const make = (id: string, label: string, era: string) => {
     const row = newRow(id, label, { ref: ref(era) });
@@ -155,6 +167,20 @@ export async function measureCluster(
     await add(`cluster${suffix}-one`, 'one process', one);
     await add(`cluster${suffix}-workers2`, '--workers 2', workers);
     await add(`cluster${suffix}-redis`, 'one instance on Redis', onRedis);
+  }
+  if (wanted('cluster-inproc-one') || wanted('cluster-inproc-workers2')) {
+    const label = (what: string) => `moonhub Lua echo, 2026-07-28, isolation none, ${what}`;
+    for (const [id, what, cluster] of [
+      ['cluster-inproc-one', 'one process', ''],
+      ['cluster-inproc-workers2', '--workers 2', 'cluster: { workers: 2 }\n'],
+    ] as const) {
+      const proc = (await track(clusterHub(id, IN_PROCESS + cluster)))!;
+      targets.push({
+        row: make(id, label(what), 'inproc'),
+        proc,
+        spec: echoCall(proc.url, 'modern'),
+      });
+    }
   }
   const active = targets.filter(
     (t) => wanted(t.row.id) || targets.some((o) => wanted(o.row.id) && o.row.ref === t.row.id),

@@ -20,6 +20,22 @@ export interface MessageBus {
   /** Which carrier: 'local', 'ipc' or 'redis'. */
   readonly kind: 'local' | 'ipc' | 'redis';
   publish(channel: string, data: unknown): void;
+  /**
+   * Publishes, and resolves once every other process has been handed the message (Redis has
+   * answered the PUBLISH; the primary has relayed it): a change announced this way before a
+   * client is answered reaches the other processes before that client's next request can.
+   * Rejects when the carrier is down (the message may be lost).
+   */
+  publishConfirmed(channel: string, data: unknown): Promise<void>;
+  /**
+   * False while this process may be missing messages (its Redis subscriber connection is
+   * down): caches kept fresh by the bus must not be trusted then.
+   */
+  readonly live: boolean;
+  /** Calls `fn` whenever messages may have been missed (a lost or regained connection). */
+  onGap(fn: () => void): () => void;
+  /** Resolves once every subscription made so far is in effect (Redis has confirmed it). */
+  ready(): Promise<void>;
   /** Returns the function that removes this handler. */
   subscribe(channel: string, handler: BusHandler): () => void;
   close(): Promise<void>;

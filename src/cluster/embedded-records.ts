@@ -24,12 +24,17 @@ interface Row {
 export class EmbeddedRecords implements SessionRecordStore {
   readonly limits: Readonly<RecordLimits>;
   private readonly sweeper: NodeJS.Timeout;
+  /** When this process last wrote each session's last_seen: closer touches are skipped. */
+  private readonly touched = new Map<string, number>();
+  /** idle/20 within 1-5 s: a write per session that often at most, not one per request. */
+  private readonly touchEveryMs: number;
 
   constructor(
     private readonly db: Database.Database,
     limits: Partial<RecordLimits> = {},
   ) {
     this.limits = recordLimits(limits);
+    this.touchEveryMs = Math.max(1000, Math.min(5000, Math.floor(this.limits.idleTimeoutMs / 20)));
     this.sweeper = setInterval(() => this.sweep(Date.now()), 30_000);
     this.sweeper.unref();
   }
@@ -77,7 +82,12 @@ export class EmbeddedRecords implements SessionRecordStore {
         const principal = rec.principal ?? null;
         const evicted: string[] = [];
         const perMax = caps.perPrincipal ?? this.limits.maxSessions;
-        const cutoff = caps.evictIdleMs === undefined ? undefined : now - caps.evictIdleMs;
+        // last_seen lags activity by up to touchEveryMs (touches are thinned): a session counts
+        // as idle for eviction only past twice that, so an active one is never taken.
+        const cutoff =
+          caps.evictIdleMs === undefined
+            ? undefined
+            : now - Math.max(caps.evictIdleMs, 2 * this.touchEveryMs);
         if (this.countOf(principal, now) >= perMax) {
           const victim = this.oldestIdle(principal, cutoff);
           if (victim === undefined) return { ok: false, limit: 'sessions_per_principal' };
@@ -94,6 +104,8 @@ export class EmbeddedRecords implements SessionRecordStore {
         for (const id of evicted)
           this.db.prepare('DELETE FROM proto_sessions WHERE id = ?').run(id);
         this.write({ ...rec, subscriptions: [...new Set(rec.subscriptions)] });
+        for (const id of evicted) this.touched.delete(id);
+        this.touched.set(rec.id, rec.lastSeen);
         return { ok: true, evicted };
       })
       .immediate();
@@ -148,6 +160,10 @@ export class EmbeddedRecords implements SessionRecordStore {
 
   async touch(id: string): Promise<boolean> {
     const now = Date.now();
+    const last = this.touched.get(id);
+    if (last !== undefined && now - last < this.touchEveryMs) return true;
+    if (this.touched.size >= this.limits.maxSessions) this.touched.clear();
+    this.touched.set(id, now);
     const changed = this.db
       .prepare('UPDATE proto_sessions SET last_seen = ? WHERE id = ? AND last_seen >= ?')
       .run(now, id, now - this.limits.idleTimeoutMs).changes;
@@ -174,6 +190,7 @@ export class EmbeddedRecords implements SessionRecordStore {
   }
 
   async delete(id: string): Promise<boolean> {
+    this.touched.delete(id);
     return this.db.prepare('DELETE FROM proto_sessions WHERE id = ?').run(id).changes > 0;
   }
 

@@ -14,7 +14,16 @@ interface Envelope {
   c: string;
   d: unknown;
   o: string;
+  /** Set by `publishConfirmed`: the primary answers with an `Ack` of this number once relayed. */
+  a?: number;
 }
+
+interface Ack {
+  moonhubBusAck: number;
+}
+
+/** How long a worker waits for the primary's acknowledgement of a relayed message. */
+const ACK_TIMEOUT_MS = 2000;
 
 function isEnvelope(m: unknown): m is Envelope {
   return (
@@ -31,9 +40,17 @@ export class IpcBus implements MessageBus {
   readonly kind = 'ipc' as const;
   private readonly table: HandlerTable;
   private readonly onMessage = (m: unknown) => {
-    if (isEnvelope(m) && m.o !== this.instanceId) this.table.deliver(m.c, m.d, m.o);
+    if (isEnvelope(m)) {
+      if (m.o !== this.instanceId) this.table.deliver(m.c, m.d, m.o);
+    } else if (typeof (m as Ack | null)?.moonhubBusAck === 'number') {
+      const done = this.acks.get((m as Ack).moonhubBusAck);
+      this.acks.delete((m as Ack).moonhubBusAck);
+      done?.(undefined);
+    }
   };
   private closed = false;
+  private nextAck = 0;
+  private readonly acks = new Map<number, (err: Error | undefined) => void>();
 
   constructor(
     readonly instanceId: string = newInstanceId(),
@@ -45,10 +62,50 @@ export class IpcBus implements MessageBus {
     process.on('message', this.onMessage);
   }
 
+  get live(): boolean {
+    return !this.closed && process.connected;
+  }
+
   publish(channel: string, data: unknown): void {
+    this.send(channel, data, undefined);
+  }
+
+  publishConfirmed(channel: string, data: unknown): Promise<void> {
+    if (this.closed || !process.connected)
+      return Promise.reject(new Error('the IPC bus is closed'));
+    const n = ++this.nextAck;
+    return new Promise<void>((resolve, reject) => {
+      // The primary relays synchronously; no answer means it is gone or stalled.
+      const timer = setTimeout(() => {
+        this.acks.delete(n);
+        reject(
+          new Error(`the cluster primary did not relay a bus message within ${ACK_TIMEOUT_MS} ms`),
+        );
+      }, ACK_TIMEOUT_MS);
+      timer.unref();
+      this.acks.set(n, (err) => {
+        clearTimeout(timer);
+        if (err === undefined) resolve();
+        else reject(err);
+      });
+      this.send(channel, data, n);
+    });
+  }
+
+  /** Subscriptions are local to the worker: the primary relays every message. */
+  async ready(): Promise<void> {}
+
+  onGap(fn: () => void): () => void {
+    // A worker whose primary is gone exits; until then it may have missed messages.
+    process.on('disconnect', fn);
+    return () => void process.off('disconnect', fn);
+  }
+
+  private send(channel: string, data: unknown, ack: number | undefined): void {
     checkChannel(channel);
     if (this.closed) return;
     const env: Envelope = { moonhubBus: 1, c: channel, d: data, o: this.instanceId };
+    if (ack !== undefined) env.a = ack;
     // Serialized now, as the other processes will see it; our own handlers get the same copy.
     const copy = data === undefined ? undefined : (JSON.parse(JSON.stringify(data)) as unknown);
     queueMicrotask(() => this.table.deliver(channel, copy, this.instanceId));
@@ -63,6 +120,8 @@ export class IpcBus implements MessageBus {
   async close(): Promise<void> {
     this.closed = true;
     process.off('message', this.onMessage);
+    for (const done of this.acks.values()) done(new Error('the IPC bus is closed'));
+    this.acks.clear();
   }
 }
 
@@ -77,5 +136,8 @@ export function relayBus(worker: Worker, workers: () => Iterable<Worker>): void 
       if (other === worker || !other.isConnected()) continue;
       other.send(m);
     }
+    // Handed to every other worker's channel before the publisher hears back (publishConfirmed).
+    if (m.a !== undefined && worker.isConnected())
+      worker.send({ moonhubBusAck: m.a } satisfies Ack);
   });
 }

@@ -29,6 +29,18 @@ export class LocalBus implements MessageBus {
     queueMicrotask(() => this.table.deliver(channel, copy, this.instanceId));
   }
 
+  readonly live = true;
+
+  async publishConfirmed(channel: string, data: unknown): Promise<void> {
+    this.publish(channel, data);
+  }
+
+  async ready(): Promise<void> {}
+
+  onGap(): () => void {
+    return () => {}; // nothing can be missed in one process
+  }
+
   subscribe(channel: string, handler: BusHandler): () => void {
     const { remove } = this.table.add(channel, handler);
     return () => void remove();

@@ -24,6 +24,8 @@ export class RedisBus implements MessageBus {
   readonly kind = 'redis' as const;
   private readonly table: HandlerTable;
   private closed = false;
+  private subscribed = true;
+  private readonly gaps = new Set<() => void>();
 
   private constructor(
     readonly instanceId: string,
@@ -34,6 +36,42 @@ export class RedisBus implements MessageBus {
   ) {
     this.table = new HandlerTable(onError);
     sub.on('message', (full: string, text: string) => this.receive(full, text));
+    // Messages published while the subscriber is away are lost (pub/sub keeps nothing): tell
+    // the caches when it goes, and again once it is back and resubscribed.
+    sub.on('close', () => {
+      if (!this.subscribed) return;
+      this.subscribed = false;
+      this.gap();
+    });
+    sub.on('ready', () => {
+      this.ready().then(
+        () => {
+          if (this.subscribed || this.closed) return;
+          this.subscribed = true;
+          this.gap();
+        },
+        (err: unknown) => onError(err, '(resubscribe)'),
+      );
+    });
+  }
+
+  get live(): boolean {
+    return this.subscribed && !this.closed;
+  }
+
+  onGap(fn: () => void): () => void {
+    this.gaps.add(fn);
+    return () => void this.gaps.delete(fn);
+  }
+
+  private gap(): void {
+    for (const fn of [...this.gaps]) {
+      try {
+        fn();
+      } catch (err) {
+        this.onError(err, '(gap)');
+      }
+    }
   }
 
   static async open(opts: RedisBusOptions): Promise<RedisBus> {
@@ -64,14 +102,23 @@ export class RedisBus implements MessageBus {
   }
 
   publish(channel: string, data: unknown): void {
+    this.send(channel, data)?.catch((err: unknown) => this.onError(err, channel));
+  }
+
+  async publishConfirmed(channel: string, data: unknown): Promise<void> {
+    const sent = this.send(channel, data);
+    if (sent === undefined) throw new Error('the Redis bus is closed');
+    // Redis answers a PUBLISH after queueing the message to every subscriber.
+    await sent;
+  }
+
+  private send(channel: string, data: unknown): Promise<number> | undefined {
     checkChannel(channel);
-    if (this.closed) return;
+    if (this.closed) return undefined;
     const text = JSON.stringify({ o: this.instanceId, d: data } satisfies Envelope);
     const copy = data === undefined ? undefined : (JSON.parse(text) as Envelope).d;
     queueMicrotask(() => this.table.deliver(channel, copy, this.instanceId));
-    this.pub
-      .publish(this.prefix + channel, text)
-      .catch((err: unknown) => this.onError(err, channel));
+    return this.pub.publish(this.prefix + channel, text);
   }
 
   subscribe(channel: string, handler: BusHandler): () => void {

@@ -66,6 +66,12 @@ export interface RecordLimits {
    * a stream resumed elsewhere then ends with `instance_lost` for the call it ran.
    */
   instanceTtlMs: number;
+  /**
+   * How long a process serves a 2025 session from its copy without re-reading the record
+   * (default 5 s). Changes are announced on the bus and drop copies at once; this bounds what
+   * a missed message can cost.
+   */
+  sessionCacheMs: number;
 }
 
 export const DEFAULT_RECORD_LIMITS: Readonly<RecordLimits> = {
@@ -76,6 +82,7 @@ export const DEFAULT_RECORD_LIMITS: Readonly<RecordLimits> = {
   maxEventBytes: 1024 * 1024,
   eventTtlMs: 10 * 60_000,
   instanceTtlMs: 5000,
+  sessionCacheMs: 5000,
 };
 
 /**

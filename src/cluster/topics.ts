@@ -19,6 +19,12 @@ export interface TopicPayloads {
   revoked: { session_uuid: string };
   /** An operator reloaded a plugin on some instance (the dashboard): every instance does. */
   plugin_reload: { plugin: string };
+  /**
+   * A 2025 session's shared record changed (log level, subscriptions, capabilities) or, with
+   * `ended`, the session ended (DELETE, eviction, revocation): every process drops its cached
+   * copy (`server/shared-sessions.ts`), and with `ended` its stream and calls.
+   */
+  session_changed: { id: string; ended?: boolean };
 }
 
 export type TopicName = keyof TopicPayloads;
@@ -69,6 +75,8 @@ function isPayload<T extends TopicName>(topic: T, d: unknown): d is TopicPayload
       return typeof o.session_uuid === 'string';
     case 'plugin_reload':
       return typeof o.plugin === 'string' && o.plugin.length <= 256;
+    case 'session_changed':
+      return typeof o.id === 'string' && (o.ended === undefined || o.ended === true);
     default:
       return false;
   }

@@ -14,6 +14,7 @@ export interface ClusterLimitsConfig {
   max_event_bytes?: number;
   event_ttl_ms?: number;
   instance_ttl_ms?: number;
+  session_cache_ms?: number;
   answer_timeout_ms?: number;
   max_waiting_answers?: number;
 }
@@ -27,6 +28,7 @@ export interface ClusterLimitSettings {
     maxEventBytes?: number;
     eventTtlMs?: number;
     instanceTtlMs?: number;
+    sessionCacheMs?: number;
   };
   answers: { timeoutMs?: number; maxPending?: number };
 }
@@ -41,6 +43,7 @@ export function clusterLimitsOf(c: ClusterLimitsConfig | undefined): ClusterLimi
   if (c?.max_event_bytes !== undefined) records.maxEventBytes = c.max_event_bytes;
   if (c?.event_ttl_ms !== undefined) records.eventTtlMs = c.event_ttl_ms;
   if (c?.instance_ttl_ms !== undefined) records.instanceTtlMs = c.instance_ttl_ms;
+  if (c?.session_cache_ms !== undefined) records.sessionCacheMs = c.session_cache_ms;
   if (c?.answer_timeout_ms !== undefined) answers.timeoutMs = c.answer_timeout_ms;
   if (c?.max_waiting_answers !== undefined) answers.maxPending = c.max_waiting_answers;
   return { records, answers };

@@ -424,6 +424,18 @@ class HttpTransport implements McpHttpHandler, SessionSource {
   private deleteSession(req: IncomingMessage, res: ServerResponse): void {
     const session = this.sessionOf(req, res);
     if (session === undefined) return;
+    const shared = this.sessions.shared;
+    if (shared !== undefined) {
+      // Cluster modes: the record is gone and every process told before the client hears 200.
+      shared.end(session.id).then(
+        () => {
+          res.writeHead(200);
+          res.end();
+        },
+        (err: unknown) => this.internalFailure(res, err),
+      );
+      return;
+    }
     this.sessions.delete(session.id);
     res.writeHead(200);
     res.end();

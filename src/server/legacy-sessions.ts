@@ -102,6 +102,11 @@ export class LegacySessionStore implements SessionLayer {
     return this.index.values();
   }
 
+  /** Looks a session up without marking it active (not a message from its client). */
+  peek(id: string): LegacySession | undefined {
+    return this.index.get(id);
+  }
+
   /** Looks a session up and marks it active (a message from its client). */
   touch(id: string): LegacySession | undefined {
     const s = this.index.get(id);

@@ -137,6 +137,8 @@ export interface SharedSessions {
   load(id: string): Promise<void>;
   /** After a request: what it changed is written; the error when the session cannot be kept. */
   commit(session: SessionRecord): Promise<WireError | undefined>;
+  /** DELETE: ends the session on every process; resolves once its record is gone. */
+  end(id: string): Promise<boolean>;
   /** A GET stream opened here: messages for the session reach it from any process. */
   openStream(session: SessionRecord): () => void;
   /** A `Last-Event-ID` of a stream another process wrote: replayed from the shared log. */

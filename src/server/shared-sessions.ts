@@ -4,17 +4,20 @@
  * calls in flight), and this layer keeps them in step with the shared record store
  * (`cluster/session-records.ts`). A request naming a session another process opened adopts a
  * local copy from its record; what a request changes (initialize, log level, subscriptions) is
- * written back before it is answered; the process holding the session's GET stream hears the
- * session's bus channel (a DELETE elsewhere, a subscription made elsewhere). Used only in cluster
- * modes: a single process keeps the plain store and pays nothing for this.
+ * written back, and announced on the bus (`session_changed`), before it is answered. Each
+ * process keeps its copies as a cache: a copy read since the last announcement of its session
+ * serves requests without a read of the store, while the bus is live (a gap in the bus drops
+ * every copy's freshness) and for `sessionCacheMs` at most. Used only in cluster modes: a single
+ * process keeps the plain store and pays nothing for this.
  */
 import type { ServerResponse } from 'node:http';
 import { localError, wireError, WireError } from '../errors.js';
 import type { MessageBus } from '../cluster/bus.js';
 import type { ProtocolSessionRecord, SessionRecordStore } from '../cluster/session-records.js';
-import { channels } from '../cluster/topics.js';
+import { channels, onTopic, type TopicPayloads } from '../cluster/topics.js';
 import type { LegacySessionStore } from './legacy-sessions.js';
 import type { SharedStreams } from './shared-streams.js';
+import { SessionFreshness } from './session-freshness.js';
 import {
   newSessionState,
   type PeerRouter,
@@ -43,8 +46,8 @@ interface Written {
   subscriptions: ReadonlySet<string>;
 }
 
-/** What the session channel carries besides nothing: an end, or a hint to re-read the record. */
-type SessionMessage = { close: true } | { refresh: true } | { json: string };
+/** What a session's own channel carries: a message for its GET stream, wherever that is. */
+type SessionMessage = { json: string };
 
 export class SharedSessionLayer implements SessionLayer, SharedSessions {
   /** Local copies of sessions other processes opened (caches of their records). */
@@ -52,6 +55,9 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
   private readonly written = new WeakMap<SessionRecord, Written>();
   private readonly sweeper: NodeJS.Timeout;
   private readonly busyToucher: NodeJS.Timeout;
+  /** Which copies match their records (served without a read). */
+  private readonly fresh: SessionFreshness;
+  private readonly unlisten: () => void;
 
   constructor(
     private readonly local: LegacySessionStore,
@@ -65,6 +71,13 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     const busyEvery = Math.max(100, Math.floor(local.limits.sessionEvictIdleMs / 4));
     this.busyToucher = setInterval(() => this.touchBusy(), busyEvery);
     this.busyToucher.unref();
+    this.unlisten = onTopic(opts.bus, 'session_changed', (m, origin) => this.onChanged(m, origin));
+    this.fresh = new SessionFreshness(
+      opts.bus,
+      opts.records.limits.sessionCacheMs,
+      2 * local.maxSessions,
+      (err) => opts.onError?.(err, 'session cache (bus subscription)'),
+    );
   }
 
   get shared(): SharedSessions {
@@ -118,7 +131,7 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
 
   delete(id: string): boolean {
     const here = this.forget(id);
-    this.drop(id);
+    void this.drop(id);
     return here;
   }
 
@@ -130,6 +143,8 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
 
   closeAll(): void {
     clearInterval(this.sweeper);
+    this.unlisten();
+    this.fresh.close();
     this.opts.streams.close();
     clearInterval(this.busyToucher);
     this.local.closeAll();
@@ -140,6 +155,14 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
   // ---- SharedSessions ----------------------------------------------------------------------
 
   async load(id: string): Promise<void> {
+    const known = this.adopted.get(id) ?? this.local.touch(id);
+    if (known !== undefined && this.fresh.isFresh(id)) {
+      // The hot path: nothing changed since the copy was read; only activity is recorded.
+      known.lastSeen = Date.now();
+      this.touchRecord(id);
+      return;
+    }
+    const token = this.fresh.begin();
     let rec: ProtocolSessionRecord | undefined;
     try {
       rec = await this.opts.records.get(id);
@@ -161,7 +184,16 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     s.clientCapabilities = rec.clientCapabilities;
     s.subscriptions = new Set(rec.subscriptions);
     this.written.set(s, snapshot(s));
-    this.opts.records.touch(id).catch((err: unknown) => this.opts.onError?.(err, 'session touch'));
+    // Fresh only if no change was announced while the read was under way.
+    this.fresh.settle(id, token);
+    this.touchRecord(id);
+  }
+
+  /** Cluster DELETE: ends the session here and everywhere, its record gone before the answer. */
+  async end(id: string): Promise<boolean> {
+    const here = this.forget(id);
+    await this.drop(id);
+    return here;
   }
 
   async commit(s: SessionRecord): Promise<WireError | undefined> {
@@ -194,22 +226,26 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
           ? wireError('too_many_sessions', { max: records.limits.maxSessions })
           : wireError('sessions_per_principal', { max: limits.sessionsPerPrincipal });
       }
-      // Sessions ended to make room: the process holding one ends its stream and calls.
+      // Sessions ended to make room: the processes holding one end its stream and calls.
       for (const id of admitted.evicted) {
         this.forget(id);
-        this.opts.bus.publish(channels.session(id), { close: true });
+        await this.announce({ id, ended: true });
       }
       this.written.set(s, snapshot(s));
+      this.fresh.written(s.id); // new: nobody else knows it
       return undefined;
     }
+    let changed = false;
     const patch: Parameters<SessionRecordStore['update']>[1] = {};
     if (s.protocolVersion !== before.protocolVersion) patch.protocolVersion = s.protocolVersion;
     if (s.logLevel !== before.logLevel) patch.logLevel = s.logLevel ?? null;
     if (s.clientCapabilities !== before.clientCapabilities && s.clientCapabilities !== undefined)
       patch.clientCapabilities = s.clientCapabilities;
-    if (Object.keys(patch).length > 0) await records.update(s.id, patch);
+    if (Object.keys(patch).length > 0) {
+      changed = true;
+      await records.update(s.id, patch);
+    }
     const now = s.subscriptions ?? new Set<string>();
-    let changed = false;
     for (const uri of now) {
       if (before.subscriptions.has(uri)) continue;
       changed = true;
@@ -221,16 +257,18 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
       changed = true;
       await records.unsubscribe(s.id, uri);
     }
+    if (!changed) return undefined; // the common case: a call changes nothing of the session
     this.written.set(s, snapshot(s));
-    // The process holding the stream re-reads the subscriptions it tells updates about.
-    if (changed) this.opts.bus.publish(channels.session(s.id), { refresh: true });
+    // Every other copy goes stale before the client hears back (its next request may land on
+    // another process); the one holding the stream re-reads its subscriptions at once.
+    await this.announce({ id: s.id });
     return undefined;
   }
 
   openStream(s: SessionRecord): () => void {
     const id = s.id;
-    const off = this.opts.bus.subscribe(channels.session(id), (data, origin) =>
-      this.onSessionMessage(id, data as SessionMessage, origin),
+    const off = this.opts.bus.subscribe(channels.session(id), (data) =>
+      this.onSessionMessage(id, data as SessionMessage),
     );
     this.setOwner(id, this.opts.bus.instanceId);
     // An open stream is activity (as in one process): the record must not expire under it.
@@ -270,20 +308,42 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     return s;
   }
 
-  private onSessionMessage(id: string, m: SessionMessage, origin: string): void {
-    if (typeof m !== 'object' || m === null) return;
-    if ('close' in m) {
-      if (origin !== this.opts.bus.instanceId) this.forget(id);
-    } else if ('refresh' in m) {
-      if (origin !== this.opts.bus.instanceId) void this.load(id);
-    } else if (typeof m.json === 'string') {
-      const s = this.adopted.get(id) ?? this.local.touch(id);
-      if (s?.stream !== undefined && !s.stream.closed) s.stream.send(m.json);
+  private onSessionMessage(id: string, m: SessionMessage): void {
+    if (typeof m !== 'object' || m === null || typeof m.json !== 'string') return;
+    const s = this.adopted.get(id) ?? this.local.touch(id);
+    if (s?.stream !== undefined && !s.stream.closed) s.stream.send(m.json);
+  }
+
+  /** Another process changed or ended a session: this copy is stale, or ends. */
+  private onChanged(m: TopicPayloads['session_changed'], origin: string): void {
+    if (origin === this.opts.bus.instanceId) return; // our own change: our copy has it
+    this.fresh.stale(m.id);
+    if (m.ended === true) {
+      this.forget(m.id);
+      return;
     }
+    // The stream held here tells resource updates by the subscriptions: re-read them now.
+    const s = this.adopted.get(m.id) ?? this.local.peek(m.id);
+    if (s?.stream !== undefined && !s.stream.closed) void this.load(m.id);
+  }
+
+  /** Announces a change before the client hears back; a bus failure costs freshness only. */
+  private async announce(m: TopicPayloads['session_changed']): Promise<void> {
+    try {
+      await this.opts.bus.publishConfirmed('session_changed', m);
+    } catch (err) {
+      this.opts.onError?.(err, 'session change announcement');
+    }
+  }
+
+  private touchRecord(id: string): void {
+    // The stores thin these writes (one per session every few seconds at most).
+    this.opts.records.touch(id).catch((err: unknown) => this.opts.onError?.(err, 'session touch'));
   }
 
   /** Ends this process's copy (its stream, its calls); true when it had one. */
   private forget(id: string): boolean {
+    this.fresh.forget(id);
     const s = this.adopted.get(id);
     if (s === undefined) return this.local.delete(id);
     this.adopted.delete(id);
@@ -291,12 +351,17 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     return true;
   }
 
-  /** Ends the session everywhere: its record, and every process's copy. */
-  private drop(id: string): void {
-    this.opts.bus.publish(channels.session(id), { close: true });
-    this.opts.records
-      .delete(id)
-      .catch((err: unknown) => this.opts.onError?.(err, 'session record delete'));
+  /**
+   * Ends the session everywhere: its record first (a process reading it after the
+   * announcement must not find it), then every process's copy.
+   */
+  private async drop(id: string): Promise<void> {
+    try {
+      await this.opts.records.delete(id);
+    } catch (err) {
+      this.opts.onError?.(err, 'session record delete');
+    }
+    await this.announce({ id, ended: true });
   }
 
   private setOwner(id: string, owner: string | null): void {
@@ -315,10 +380,12 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
 
   /** Copies of other processes' sessions are caches: idle ones without a stream go. */
   private sweepAdopted(now: number): void {
+    this.fresh.sweep(now);
     for (const [id, s] of this.adopted) {
       if (s.stream && !s.stream.closed) continue;
       if (now - s.lastSeen > this.local.idleTimeoutMs) {
         this.adopted.delete(id);
+        this.fresh.forget(id);
         end(s);
       }
     }

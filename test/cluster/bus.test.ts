@@ -15,6 +15,7 @@ import { relayBus } from '../../src/cluster/ipc-bus.js';
 import { AnswerRouter } from '../../src/cluster/answers.js';
 import { onTopic, publishTopic } from '../../src/cluster/topics.js';
 import type { MessageBus } from '../../src/cluster/bus.js';
+import { Redis } from 'ioredis';
 import { skipWithout, startRedis, type Service } from '../helpers/services.js';
 
 const until = async (cond: () => boolean, ms = 5000): Promise<void> => {
@@ -127,6 +128,31 @@ describe('redis bus', { skip: skipWithout('redis-server') }, () => {
     for (const r of [routerA, routerB, timed, full]) r.close();
   });
 
+  it('publishConfirmed resolves once Redis took the message; a lost subscriber is a gap, then live again', async () => {
+    const [a, b] = [await open('moonhub:gap'), await open('moonhub:gap')];
+    const got: unknown[] = [];
+    b.subscribe('revoked', (d) => got.push(d));
+    let gaps = 0;
+    b.onGap(() => gaps++);
+    await b.ready();
+    assert.equal(b.live, true);
+    await a.publishConfirmed('revoked', { session_uuid: 'one' });
+    await until(() => got.length === 1);
+    // Redis drops the subscriber connection: messages meanwhile are lost, so caches are told.
+    const admin = new Redis(redis.url);
+    try {
+      await admin.client('KILL', 'TYPE', 'pubsub');
+    } finally {
+      admin.disconnect();
+    }
+    await until(() => gaps >= 1);
+    // ioredis reconnects and resubscribes; the bus says so (a second gap: anything missed).
+    await until(() => b.live && gaps >= 2, 10_000);
+    await a.publishConfirmed('revoked', { session_uuid: 'two' });
+    await until(() => got.length === 2);
+    assert.deepEqual(got[1], { session_uuid: 'two' });
+  });
+
   it('says clearly when Redis cannot be reached', async () => {
     await assert.rejects(
       RedisBus.open({ url: 'redis://:secret@127.0.0.1:1', prefix: 'x' }),
@@ -163,6 +189,33 @@ describe('ipc bus between node:cluster workers', () => {
     await until(() => reports.size === 3, 10_000);
     for (const w of workers)
       assert.deepEqual(reports.get(w.id), ['n0', 'n1', 'n2'], `worker ${w.id}`);
+    await Promise.all(workers.map((w) => new Promise((r) => (w.once('exit', r), w.kill()))));
+  });
+
+  it('publishConfirmed resolves once the primary relayed the message to the others', async () => {
+    cluster.setupPrimary({
+      exec: join(dirname(fileURLToPath(import.meta.url)), 'ipc-worker.fixture.js'),
+      silent: true,
+    });
+    const workers = [cluster.fork(), cluster.fork()];
+    for (const w of workers) relayBus(w, () => workers);
+    const reports = new Map<number, string[]>();
+    let confirmed: { confirmed: boolean; error?: string } | undefined;
+    for (const w of workers)
+      w.on('message', (m: { report?: string[]; confirmed?: boolean; error?: string }) => {
+        if (m.report) reports.set(w.id, m.report);
+        if (typeof m.confirmed === 'boolean') confirmed = m as { confirmed: boolean };
+      });
+    await Promise.all(
+      workers.map(
+        (w) => new Promise((r) => w.on('message', (m: { ready?: boolean }) => m.ready && r(0))),
+      ),
+    );
+    for (const w of workers) w.send({ expect: 1 });
+    workers[0]!.send({ confirm: true });
+    await until(() => confirmed !== undefined && reports.size === 2, 10_000);
+    assert.deepEqual(confirmed, { confirmed: true });
+    for (const w of workers) assert.deepEqual(reports.get(w.id), ['confirmed'], `worker ${w.id}`);
     await Promise.all(workers.map((w) => new Promise((r) => (w.once('exit', r), w.kill()))));
   });
 });

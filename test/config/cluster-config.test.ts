@@ -53,7 +53,8 @@ describe('cluster config', () => {
       'l.yaml',
       'cluster: { limits: { max_sessions: 5, idle_timeout_ms: 60000, max_subscriptions: 7,' +
         ' max_events_per_stream: 9, max_event_bytes: 4096, event_ttl_ms: 5000,' +
-        ' instance_ttl_ms: 3000, answer_timeout_ms: 2000, max_waiting_answers: 3 } }\n',
+        ' instance_ttl_ms: 3000, session_cache_ms: 250, answer_timeout_ms: 2000,' +
+        ' max_waiting_answers: 3 } }\n',
     );
     assert.deepEqual(resolveSettings({ config: cfg }).cluster.limits, {
       records: {
@@ -64,6 +65,7 @@ describe('cluster config', () => {
         maxEventBytes: 4096,
         eventTtlMs: 5000,
         instanceTtlMs: 3000,
+        sessionCacheMs: 250,
       },
       answers: { timeoutMs: 2000, maxPending: 3 },
     });
@@ -80,6 +82,8 @@ describe('cluster config', () => {
       ['cluster: { limits: { idle_timeout_ms: 5 } }', /idle_timeout_ms/],
       ['cluster: { limits: { max_session: 5 } }', /max_session/],
       ['cluster: { limits: { instance_ttl_ms: 999 } }', /instance_ttl_ms/],
+      ['cluster: { limits: { session_cache_ms: 0 } }', /session_cache_ms/],
+      ['cluster: { limits: { session_cache_ms: 600001 } }', /session_cache_ms/],
     ] as const)
       assert.throws(() => loadConfig(file('bad.yaml', text)), key, text);
   });

@@ -7,9 +7,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { createSession, makeHubDir, moonhubCli, type HubDir } from '../helpers/auth-hub.js';
-import { skipWithout, startRedis, type Service } from '../helpers/services.js';
+import type { MoonhubProcess } from '../helpers/moonhub-process.js';
+import { skipWithout } from '../helpers/services.js';
+import {
+  sleep,
+  startRedisFleet,
+  startWorkersHub,
+  type RedisFleet,
+  type WorkersHub,
+} from '../helpers/cluster-fixture.js';
 import {
   call,
   initializeSession,
@@ -25,7 +31,6 @@ mcp.tool("probe.slow", { description = "waits" }, function(params)
   return "slow done"
 end)
 `;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One initialize: its status, body and session id (no notifications/initialized needed). */
 async function tryInit(url: string, token: string) {
@@ -51,10 +56,8 @@ const ping = (url: string, token: string, sid: string) =>
   sessionPost(url, token, sid, call('ping'));
 
 describe('session caps across instances on Redis', { skip: skipWithout('redis-server') }, () => {
-  let redis: Service;
-  const dirs: HubDir[] = [];
-  let hubs: MoonhubProcess[] = [];
-  let adminToken: string;
+  let fleet: RedisFleet;
+  let hubs: MoonhubProcess[];
   // idle_timeout 40 s: Redis touches a record every 2 s at most, so a session counts as idle
   // for eviction after 4 s silent (twice that); evict_idle_ms is below it on purpose.
   const config = (url: string) => `
@@ -66,47 +69,13 @@ limits: { sessions: { per_principal: 3, evict_idle_ms: 500, idle_timeout_ms: 400
 cluster: { redis: "${url}", limits: { max_sessions: 5, idle_timeout_ms: 40000 } }
 `;
 
-  const newToken = async (): Promise<string> => {
-    const res = await fetch(new URL('/admin/sessions', hubs[0]!.url), {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ agent: 'worker' }),
-    });
-    assert.equal(res.status, 201);
-    const { token } = (await res.json()) as { token: string };
-    for (const hub of hubs)
-      for (let i = 0; (await ping(hub.url, token, 'none')).status === 401; i++) {
-        assert.ok(i < 200, 'the token never reached every instance');
-        await sleep(10);
-      }
-    return token;
-  };
+  const newToken = async (): Promise<string> => (await fleet.newToken()).token;
 
   before(async () => {
-    redis = await startRedis();
-    for (let i = 0; i < 2; i++) dirs.push(makeHubDir({ probe: PLUGIN }));
-    hubs = await Promise.all(
-      dirs.map((d) =>
-        startMoonhub(['--config', d.write('moonhub.yaml', config(redis.url)), '--data', d.data]),
-      ),
-    );
-    const d = dirs[0]!;
-    const r = moonhubCli([
-      'session',
-      'create',
-      '--admin',
-      '--config',
-      `${d.root}/moonhub.yaml`,
-      '--data',
-      d.data,
-    ]);
-    assert.equal(r.status, 0, r.stderr);
-    adminToken = (JSON.parse(r.stdout) as { token: string }).token;
+    fleet = await startRedisFleet({ instances: 2, plugins: { probe: PLUGIN }, config });
+    ({ hubs } = fleet);
   });
-  after(async () => {
-    await Promise.allSettled(hubs.map((h) => h.stop()));
-    await redis?.stop();
-  });
+  after(async () => fleet?.stop());
 
   it('a principal at its cap across instances gets 429; the store full evicts the oldest idle, else 503', async () => {
     const [one, two] = [hubs[0]!.url, hubs[1]!.url];
@@ -154,15 +123,13 @@ cluster: { redis: "${url}", limits: { max_sessions: 5, idle_timeout_ms: 40000 } 
 });
 
 describe('session caps across serve --workers 2', () => {
-  let dir: HubDir;
-  let cfg: string;
+  let w: WorkersHub;
   let hub: MoonhubProcess;
 
   before(async () => {
-    dir = makeHubDir({ probe: PLUGIN });
-    cfg = dir.write(
-      'moonhub.yaml',
-      `
+    w = await startWorkersHub({
+      plugins: { probe: PLUGIN },
+      config: `
 hub_id: local
 auth: { mode: token }
 plugins: { dirs: [plugins] }
@@ -170,18 +137,13 @@ agents: { worker: {} }
 limits: { sessions: { per_principal: 3 } }
 cluster: { workers: 2 }
 `,
-    );
-    hub = await startMoonhub(['--config', cfg, '--data', dir.data]);
-    for (let i = 0; (hub.log().match(/worker \d+ \(pid \d+, instance/g) ?? []).length < 2; i++) {
-      assert.ok(i < 300, `two workers not ready:\n${hub.log()}`);
-      await sleep(100);
-    }
+    });
+    hub = w.hub;
   });
   after(async () => hub?.stop());
 
   it('a principal at its cap gets 429 from both workers; another principal still gets in', async () => {
-    const issue = () =>
-      createSession(['--config', cfg, '--data', dir.data, '--agent', 'worker']).token;
+    const issue = () => w.newToken();
     const [a, b] = [issue(), issue()];
     const seen = new Set<string>();
     for (let i = 0; i < 3; i++) seen.add((await initializeSession(hub.url, a)).instance);
@@ -196,33 +158,29 @@ cluster: { workers: 2 }
 });
 
 describe('serve --workers 2: eviction across workers spares a session whose call runs', () => {
-  let dir: HubDir;
-  let cfg: string;
+  let w: WorkersHub;
   let hub: MoonhubProcess;
 
   before(async () => {
-    dir = makeHubDir({ probe: PLUGIN });
-    cfg = dir.write(
-      'moonhub.yaml',
-      `
+    w = await startWorkersHub({
+      plugins: { probe: PLUGIN },
+      config: `
 hub_id: local
 auth: { mode: token }
 plugins: { dirs: [plugins] }
 agents: { worker: {} }
 limits: { sessions: { per_principal: 2, evict_idle_ms: 1000 } }
-cluster: { workers: 2 }
+# idle_timeout 20 s: a worker writes a record's last activity every 1 s at most, so a session
+# counts as idle for eviction after 2 s silent (twice that).
+cluster: { workers: 2, limits: { idle_timeout_ms: 20000 } }
 `,
-    );
-    hub = await startMoonhub(['--config', cfg, '--data', dir.data]);
-    for (let i = 0; (hub.log().match(/worker \d+ \(pid \d+, instance/g) ?? []).length < 2; i++) {
-      assert.ok(i < 300, `two workers not ready:\n${hub.log()}`);
-      await sleep(100);
-    }
+    });
+    hub = w.hub;
   });
   after(async () => hub?.stop());
 
   it('the principal at its cap gives up its idle session, not the older one with a call running', async () => {
-    const a = createSession(['--config', cfg, '--data', dir.data, '--agent', 'worker']).token;
+    const a = w.newToken();
     const busy = (await initializeSession(hub.url, a)).sessionId;
     const slow = sessionPost(
       hub.url,

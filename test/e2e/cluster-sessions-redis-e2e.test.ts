@@ -8,9 +8,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { makeHubDir, moonhubCli, type HubDir } from '../helpers/auth-hub.js';
-import { skipWithout, startNginx, startRedis, type Service } from '../helpers/services.js';
+import type { MoonhubProcess } from '../helpers/moonhub-process.js';
+import { Redis } from 'ioredis';
+import { skipWithout } from '../helpers/services.js';
+import { startRedisFleet, type RedisFleet } from '../helpers/cluster-fixture.js';
 import { call, initializeSession, rawRequest, sessionPost } from '../helpers/legacy-raw.js';
 
 const PLUGIN = `
@@ -52,64 +53,22 @@ describe(
   '2025 sessions across instances on Redis, behind nginx',
   { skip: skipWithout('redis-server') || skipWithout('nginx') },
   () => {
-    let redis: Service;
-    let nginx: Service;
-    const dirs: HubDir[] = [];
-    let hubs: MoonhubProcess[] = [];
+    let fleet: RedisFleet;
+    let hubs: MoonhubProcess[];
     let adminToken: string;
     let mcp: string;
-
-    const newToken = async (): Promise<{ token: string; uuid: string }> => {
-      const res = await fetch(new URL('/admin/sessions', nginx.url), {
-        method: 'POST',
-        headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ agent: 'worker' }),
-      });
-      assert.equal(res.status, 201);
-      const j = (await res.json()) as { token: string; session_uuid: string };
-      // Replicated to every instance before use (Redis pub/sub, milliseconds).
-      for (const hub of hubs.filter((h) => h.alive())) {
-        for (let i = 0; ; i++) {
-          const r = await rawRequest(hub.url, {
-            method: 'POST',
-            token: j.token,
-            body: call('ping'),
-          });
-          if (r.status !== 401) break;
-          assert.ok(i < 200, 'the token never reached every instance');
-          await new Promise((ok) => setTimeout(ok, 10));
-        }
-      }
-      return { token: j.token, uuid: j.session_uuid };
-    };
+    const newToken = () => fleet.newToken();
 
     before(async () => {
-      redis = await startRedis();
-      for (let i = 0; i < 3; i++) dirs.push(makeHubDir({ probe: PLUGIN }));
-      hubs = await Promise.all(
-        dirs.map((d) =>
-          startMoonhub(['--config', d.write('moonhub.yaml', config(redis.url)), '--data', d.data]),
-        ),
-      );
-      nginx = await startNginx(hubs.map((h) => new URL(h.url).host));
-      mcp = `${nginx.url}/mcp`;
-      const d = dirs[0]!;
-      const r = moonhubCli([
-        'session',
-        'create',
-        '--admin',
-        '--config',
-        `${d.root}/moonhub.yaml`,
-        '--data',
-        d.data,
-      ]);
-      assert.equal(r.status, 0, r.stderr);
-      adminToken = (JSON.parse(r.stdout) as { token: string }).token;
+      fleet = await startRedisFleet({
+        instances: 3,
+        plugins: { probe: PLUGIN },
+        config,
+        nginx: true,
+      });
+      ({ hubs, adminToken, mcp } = fleet);
     });
-    after(async () => {
-      await Promise.allSettled(hubs.map((h) => h.stop()));
-      await Promise.allSettled([nginx?.stop(), redis?.stop()]);
-    });
+    after(async () => fleet?.stop());
 
     it('one session is served by all three: calls, log level, a subscription and its update', async () => {
       const { token } = await newToken();
@@ -158,6 +117,62 @@ describe(
       } finally {
         get.close();
       }
+    });
+
+    it('cached copies never serve stale state: setLevel and DELETE through one, the next request through another', async () => {
+      const { token } = await newToken();
+      const { sessionId } = await initializeSession(mcp, token);
+      // Every instance holds a copy it knows fresh.
+      for (let i = 0; i < 3; i++)
+        assert.equal((await sessionPost(mcp, token, sessionId, tool('probe.echo'))).status, 200);
+      let crossed = 0;
+      for (const level of ['warning', 'info', 'warning', 'info', 'warning', 'info']) {
+        const set = await sessionPost(mcp, token, sessionId, call('logging/setLevel', { level }));
+        assert.equal(set.status, 200, set.text);
+        // At once, no pause: the change was announced before setLevel was answered.
+        const r = await sessionPost(mcp, token, sessionId, tool('probe.log'));
+        assert.equal(r.status, 200, r.text);
+        assert.match(r.text, /warning-line/);
+        if (level === 'warning')
+          assert.doesNotMatch(r.text, /info-line/, `${r.instance} served a stale log level`);
+        else assert.match(r.text, /info-line/, `${r.instance} served a stale log level`);
+        if (r.instance !== set.instance) crossed++;
+      }
+      assert.ok(crossed >= 4, `only ${crossed} calls landed on another instance than setLevel`);
+      for (let i = 0; i < 3; i++) {
+        const del = await rawRequest(mcp, { method: 'DELETE', token, sessionId });
+        const text = await del.done;
+        if (i === 0) assert.equal(del.status, 200, text);
+        else assert.equal(del.status, 404, `${del.instance} still knew the ended session`);
+      }
+      for (let i = 0; i < 3; i++) {
+        const r = await sessionPost(mcp, token, sessionId, tool('probe.echo'));
+        assert.equal(r.status, 404, `${r.instance} served an ended session: ${r.text}`);
+      }
+    });
+
+    it('a known session costs a tools/call no Redis read', async () => {
+      const { token } = await newToken();
+      const { sessionId } = await initializeSession(mcp, token);
+      for (let i = 0; i < 3; i++)
+        assert.equal((await sessionPost(mcp, token, sessionId, tool('probe.echo'))).status, 200);
+      const monitor = new Redis(fleet.redis.url);
+      const seen: string[] = [];
+      const m = await monitor.monitor();
+      m.on('monitor', (_time: string, args: string[]) => seen.push(args.join(' ')));
+      try {
+        for (let i = 0; i < 12; i++)
+          assert.equal((await sessionPost(mcp, token, sessionId, tool('probe.echo'))).status, 200);
+        await new Promise((ok) => setTimeout(ok, 200));
+      } finally {
+        m.disconnect();
+        monitor.disconnect();
+      }
+      // The record is read only when a copy is unknown or stale (touches are thinned writes):
+      // none here, but a loaded box may pass the 5 s backstop (session_cache_ms) once per
+      // instance. Without the cache every call reads it (12).
+      const reads = seen.filter((c) => /^hgetall\b/i.test(c) && c.includes(sessionId));
+      assert.ok(reads.length <= 3, `${reads.length} session record reads during 12 calls`);
     });
 
     it('an elicitation is answered through another instance than the call', async () => {

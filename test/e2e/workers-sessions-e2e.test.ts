@@ -7,8 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { createSession, makeHubDir, moonhubCli, type HubDir } from '../helpers/auth-hub.js';
+import type { MoonhubProcess } from '../helpers/moonhub-process.js';
+import { createSession, moonhubCli } from '../helpers/auth-hub.js';
+import { startWorkersHub, type WorkersHub } from '../helpers/cluster-fixture.js';
 import {
   call,
   initializeSession,
@@ -53,20 +54,14 @@ cluster: { workers: 2 }
 const tool = (name: string) => call('tools/call', { name, arguments: {} });
 
 describe('serve --workers 2: 2025 sessions on both workers', () => {
-  let dir: HubDir;
-  let cfg: string;
+  let w: WorkersHub;
   let hub: MoonhubProcess;
   let token: string;
 
   before(async () => {
-    dir = makeHubDir({ probe: PLUGIN });
-    cfg = dir.write('moonhub.yaml', CONFIG);
-    hub = await startMoonhub(['--config', cfg, '--data', dir.data]);
-    for (let i = 0; (hub.log().match(/worker \d+ \(pid \d+, instance/g) ?? []).length < 2; i++) {
-      assert.ok(i < 300, `two workers not ready:\n${hub.log()}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    token = createSession(['--config', cfg, '--data', dir.data, '--agent', 'worker']).token;
+    w = await startWorkersHub({ plugins: { probe: PLUGIN }, config: CONFIG });
+    hub = w.hub;
+    token = w.newToken();
   });
   after(async () => hub?.stop());
 
@@ -240,6 +235,34 @@ describe('serve --workers 2: 2025 sessions on both workers', () => {
     await running.waitFor(/slow done/);
   });
 
+  it('cached copies never serve stale state: setLevel and DELETE through one, the next request through the other', async () => {
+    const { sessionId } = await initializeSession(hub.url, token);
+    for (let i = 0; i < 4; i++)
+      assert.equal((await sessionPost(hub.url, token, sessionId, tool('probe.echo'))).status, 200);
+    let crossed = 0;
+    for (const level of ['warning', 'info', 'warning', 'info', 'warning', 'info']) {
+      const set = await sessionPost(hub.url, token, sessionId, call('logging/setLevel', { level }));
+      assert.equal(set.status, 200, set.text);
+      // At once, no pause: the change was relayed before setLevel was answered.
+      const r = await sessionPost(hub.url, token, sessionId, tool('probe.log'));
+      assert.equal(r.status, 200, r.text);
+      if (level === 'warning')
+        assert.doesNotMatch(r.text, /info-line/, `${r.instance} served a stale log level`);
+      else assert.match(r.text, /info-line/, `${r.instance} served a stale log level`);
+      if (r.instance !== set.instance) crossed++;
+    }
+    assert.ok(crossed >= 3, `only ${crossed} calls landed on the other worker than setLevel`);
+    const del = await rawRequest(hub.url, { method: 'DELETE', token, sessionId });
+    assert.equal(del.status, 200, await del.done);
+    const seen = new Set<string>();
+    for (let i = 0; i < 4; i++) {
+      const r = await sessionPost(hub.url, token, sessionId, tool('probe.echo'));
+      assert.equal(r.status, 404, `${r.instance} served an ended session: ${r.text}`);
+      seen.add(r.instance);
+    }
+    assert.equal(seen.size, 2);
+  });
+
   it('a DELETE through one worker ends the session on both, its stream too', async () => {
     const { sessionId } = await initializeSession(hub.url, token);
     const get = await rawRequest(hub.url, { method: 'GET', token, sessionId });
@@ -260,6 +283,7 @@ describe('serve --workers 2: 2025 sessions on both workers', () => {
   });
 
   it('a revoked token ends its sessions and streams on both workers within a second', async () => {
+    const { cfg, dir } = w;
     const s = createSession(['--config', cfg, '--data', dir.data, '--agent', 'worker']);
     const adminR = moonhubCli([
       'session',
@@ -295,7 +319,6 @@ describe('serve --workers 2: 2025 sessions on both workers', () => {
 });
 
 describe('serve --workers 2: cluster.limits.max_sessions bounds the sessions of all workers', () => {
-  let dir: HubDir;
   let hub: MoonhubProcess;
   let token: string;
   let kept = '';
@@ -303,20 +326,16 @@ describe('serve --workers 2: cluster.limits.max_sessions bounds the sessions of 
   let adminToken = '';
 
   before(async () => {
-    dir = makeHubDir({ probe: PLUGIN });
-    const cfg = dir.write(
-      'moonhub.yaml',
-      CONFIG.replace(
+    const w = await startWorkersHub({
+      plugins: { probe: PLUGIN },
+      config: CONFIG.replace(
         'cluster: { workers: 2 }',
         'cluster: { workers: 2, limits: { max_sessions: 2, idle_timeout_ms: 5000 } }',
       ),
-    );
-    hub = await startMoonhub(['--config', cfg, '--data', dir.data]);
-    for (let i = 0; (hub.log().match(/worker \d+ \(pid \d+, instance/g) ?? []).length < 2; i++) {
-      assert.ok(i < 300, `two workers not ready:\n${hub.log()}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    token = createSession(['--config', cfg, '--data', dir.data, '--agent', 'worker']).token;
+    });
+    hub = w.hub;
+    const { cfg, dir } = w;
+    token = w.newToken();
     const admin = moonhubCli(['session', 'create', '--admin', '--config', cfg, '--data', dir.data]);
     adminToken = (JSON.parse(admin.stdout) as { token: string }).token;
   });

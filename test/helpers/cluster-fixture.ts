@@ -1,0 +1,158 @@
+/**
+ * The setups the cluster and workers e2e tests share: real hub processes on one real
+ * redis-server (each with its own data folder, as on separate machines), optionally behind a
+ * real nginx round-robin, with an admin token and fresh session tokens that every instance
+ * already knows; and one `serve --workers N` hub with its workers ready.
+ */
+import assert from 'node:assert/strict';
+import { startMoonhub, type MoonhubProcess } from './moonhub-process.js';
+import { createSession, makeHubDir, moonhubCli, type HubDir } from './auth-hub.js';
+import { startNginx, startRedis, type Service } from './services.js';
+import { call, rawRequest } from './legacy-raw.js';
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export interface RedisFleet {
+  redis: Service;
+  /** Present when asked for: round-robin over every instance. */
+  nginx: Service | undefined;
+  dirs: HubDir[];
+  hubs: MoonhubProcess[];
+  adminToken: string;
+  /** The MCP endpoint: through nginx when there is one, else the first instance's. */
+  mcp: string;
+  /** A new session token (admin API), once every live instance accepts it. */
+  newToken(agent?: string): Promise<{ token: string; uuid: string }>;
+  stop(): Promise<void>;
+}
+
+export interface RedisFleetOptions {
+  instances: number;
+  /** Plugin files (name → Lua source) each instance loads. */
+  plugins: Record<string, string>;
+  /** The config file of each instance, given the redis URL and the instance's index. */
+  config: (redisUrl: string, index: number) => string;
+  nginx?: boolean;
+  /** More `serve` arguments for every instance (e.g. `--no-watch`). */
+  args?: string[];
+}
+
+export async function startRedisFleet(opts: RedisFleetOptions): Promise<RedisFleet> {
+  const redis = await startRedis();
+  const dirs: HubDir[] = [];
+  const hubs: MoonhubProcess[] = [];
+  let nginx: Service | undefined;
+  const stop = async () => {
+    await Promise.allSettled(hubs.map((h) => h.stop()));
+    await Promise.allSettled([nginx?.stop(), redis.stop()]);
+  };
+  try {
+    for (let i = 0; i < opts.instances; i++) dirs.push(makeHubDir(opts.plugins));
+    const started = await Promise.allSettled(
+      dirs.map((d, i) =>
+        startMoonhub([
+          '--config',
+          d.write('moonhub.yaml', opts.config(redis.url, i)),
+          '--data',
+          d.data,
+          ...(opts.args ?? []),
+        ]),
+      ),
+    );
+    for (const s of started) if (s.status === 'fulfilled') hubs.push(s.value);
+    for (const s of started) if (s.status === 'rejected') throw s.reason;
+    if (opts.nginx === true) nginx = await startNginx(hubs.map((h) => new URL(h.url).host));
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const adminToken = adminTokenOf(dirs[0]!);
+  const base = nginx?.url ?? hubs[0]!.url;
+  const mcp = nginx === undefined ? hubs[0]!.url : `${nginx.url}/mcp`;
+  return {
+    redis,
+    nginx,
+    dirs,
+    hubs,
+    adminToken,
+    mcp,
+    stop,
+    async newToken(agent = 'worker') {
+      const res = await fetch(new URL('/admin/sessions', base), {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ agent }),
+      });
+      assert.equal(res.status, 201);
+      const j = (await res.json()) as { token: string; session_uuid: string };
+      await replicated(
+        hubs.filter((h) => h.alive()),
+        j.token,
+      );
+      return { token: j.token, uuid: j.session_uuid };
+    },
+  };
+}
+
+/** An admin token made with the CLI in an instance's data folder (replicated through Redis). */
+function adminTokenOf(d: HubDir): string {
+  const r = moonhubCli([
+    'session',
+    'create',
+    '--admin',
+    '--config',
+    `${d.root}/moonhub.yaml`,
+    '--data',
+    d.data,
+  ]);
+  assert.equal(r.status, 0, r.stderr);
+  return (JSON.parse(r.stdout) as { token: string }).token;
+}
+
+/** Waits until every hub accepts the token (Redis pub/sub replicates it in milliseconds). */
+async function replicated(hubs: MoonhubProcess[], token: string): Promise<void> {
+  for (const hub of hubs) {
+    for (let i = 0; ; i++) {
+      const r = await rawRequest(hub.url, { method: 'POST', token, body: call('ping') });
+      await r.done;
+      if (r.status !== 401) break;
+      assert.ok(i < 200, 'the token never reached every instance');
+      await sleep(10);
+    }
+  }
+}
+
+export interface WorkersHub {
+  dir: HubDir;
+  /** The config file's path. */
+  cfg: string;
+  hub: MoonhubProcess;
+  /** A new session token made with the CLI in the shared data folder. */
+  newToken(agent?: string): string;
+}
+
+/** One `serve --workers N` hub (the config says how many), once `workers` of them are ready. */
+export async function startWorkersHub(opts: {
+  plugins: Record<string, string>;
+  config: string;
+  workers?: number;
+}): Promise<WorkersHub> {
+  const dir = makeHubDir(opts.plugins);
+  const cfg = dir.write('moonhub.yaml', opts.config);
+  const hub = await startMoonhub(['--config', cfg, '--data', dir.data]);
+  const want = opts.workers ?? 2;
+  for (let i = 0; (hub.log().match(/worker \d+ \(pid \d+, instance/g) ?? []).length < want; i++) {
+    if (i >= 300) {
+      await hub.stop();
+      assert.fail(`${want} workers not ready:\n${hub.log()}`);
+    }
+    await sleep(100);
+  }
+  return {
+    dir,
+    cfg,
+    hub,
+    newToken: (agent = 'worker') =>
+      createSession(['--config', cfg, '--data', dir.data, '--agent', agent]).token,
+  };
+}
