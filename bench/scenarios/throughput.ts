@@ -38,6 +38,8 @@ export const EXECUTE_SCRIPT = [
 
 /** The config of the `-off` rows: no metrics, no dashboard (no call observer at all). */
 const OBSERVE_OFF = { observe: { metrics: { enabled: false }, dashboard: { enabled: false } } };
+/** Plugins on the hub's own thread: what the worker-thread isolation costs, in the same run. */
+const IN_PROCESS = { plugins: { isolation: 'none' } };
 
 export interface Target {
   row: Row;
@@ -186,6 +188,9 @@ export async function measureThroughput(
     // The same hub with metrics and the dashboard's live calls off: what observing costs.
     hubModernOff: newRow('hub-2026-off', 'moonhub Lua echo, 2026-07-28, observe off'),
     hubLegacyOff: newRow('hub-2025-off', 'moonhub Lua echo, 2025 session, observe off'),
+    // The same hub with plugins on its own thread (no hard stop): what isolation costs.
+    hubModernInproc: newRow('hub-2026-inproc', 'moonhub Lua echo, 2026-07-28, isolation none'),
+    hubLegacyInproc: newRow('hub-2025-inproc', 'moonhub Lua echo, 2025 session, isolation none'),
     hubStdio: newRow('hub-stdio', 'moonhub Lua echo, stdio (50 in flight)'),
     proxy: newRow('hub-proxy', 'moonhub → SDK session server (mcp.proxy), 2026-07-28', {
       note: 'ceiling: the SDK session row, which is its upstream',
@@ -215,7 +220,9 @@ export async function measureThroughput(
   log('starting the servers');
   const offConfig = join(scratchDir('observe-off'), 'moonhub.json');
   writeFileSync(offConfig, JSON.stringify(OBSERVE_OFF));
-  const [bare, sdkStateless, sdkSession, sdkUpstream, hub, hubOff] = await Promise.all([
+  const inprocConfig = join(scratchDir('isolation-none'), 'moonhub.json');
+  writeFileSync(inprocConfig, JSON.stringify(IN_PROCESS));
+  const [bare, sdkStateless, sdkSession, sdkUpstream, hub, hubOff, hubInproc] = await Promise.all([
     track(startScript('bare', 'bare.js', [])),
     track(startScript('sdk-stateless', 'sdk.js', ['stateless'])),
     track(startScript('sdk-session', 'sdk.js', ['session'])),
@@ -228,6 +235,16 @@ export async function measureThroughput(
             watch: false,
             probe: true,
             config: offConfig,
+          }),
+        )
+      : undefined,
+    wanted.has('hub-2026-inproc') || wanted.has('hub-2025-inproc')
+      ? track(
+          startHub('moonhub-isolation-none', {
+            plugins: [ECHO_PLUGINS],
+            watch: false,
+            probe: true,
+            config: inprocConfig,
           }),
         )
       : undefined,
@@ -277,6 +294,16 @@ export async function measureThroughput(
     const s = echoCall(hubOff!.url, 'legacy', await openSession(hubOff!.url));
     await verifyEcho(s);
     return wrkTarget(rows.hubLegacyOff, hubOff!, s);
+  });
+  await add(rows.hubModernInproc, async () => {
+    const s = echoCall(hubInproc!.url, 'modern');
+    await verifyEcho(s);
+    return wrkTarget(rows.hubModernInproc, hubInproc!, s);
+  });
+  await add(rows.hubLegacyInproc, async () => {
+    const s = echoCall(hubInproc!.url, 'legacy', await openSession(hubInproc!.url));
+    await verifyEcho(s);
+    return wrkTarget(rows.hubLegacyInproc, hubInproc!, s);
   });
   await add(rows.hubStdio, () => stdioTarget(rows.hubStdio, procs));
   await add(rows.proxy, () => proxyTarget(rows.proxy, sdkUpstream, settings, procs));
