@@ -149,6 +149,11 @@ async function main(): Promise<number> {
       extra.idleSessions = await measureIdleSessions(procs, log);
       await stopAll();
     }
+    // Hot reload latency: in full runs, or named by --only (--only=reload).
+    if (partial && f.only?.has('reload')) {
+      extra.reload = await measureReload(15, procs, log);
+      await stopAll();
+    }
     let scaleRows: ReturnType<typeof summarize> = [];
     if (!partial) {
       const reload = await measureReload(15, procs, log);

@@ -8,7 +8,7 @@
  * started again from the same code, with one log line. The hub's thread never waits on a worker.
  */
 import { AsyncResource } from 'node:async_hooks';
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import type { Logger } from '../log.js';
 import { LuaError } from '../lua/errors.js';
 import { DEFAULT_TIMEOUT_MS } from '../lua/state.js';
@@ -22,6 +22,7 @@ import { MessageBatch, isBundle, type MessageBundle } from './message-batch.js';
 import { RegistryMirror } from './mirror.js';
 import { plainContext } from './remote-registry.js';
 import type { FromWorker, PluginWorkerSetup, SyncRequest, ToWorker } from './worker-protocol.js';
+import { startWorker, type WorkerPool } from './worker-pool.js';
 
 export interface IsolatedPluginOptions {
   registry: Registry;
@@ -36,6 +37,8 @@ export interface IsolatedPluginOptions {
   sessionViews?: SessionViews;
   settings?: Readonly<Record<string, unknown>>;
   limits?: Readonly<Record<string, number>>;
+  /** Where workers come from (a spare started ahead makes reloads and restarts fast). */
+  pool?: WorkerPool;
 }
 
 interface Pending {
@@ -48,9 +51,7 @@ interface Pending {
   scope: AsyncResource;
 }
 
-const WORKER_URL = new URL('./plugin-worker.js', import.meta.url);
-/** The V8 heap of a plugin's worker (its Lua memory is the state's own ceiling, in wasm). */
-export const WORKER_HEAP_MB = 256;
+export { WORKER_HEAP_MB } from './worker-pool.js';
 /** Finished calls whose view a task they spawned may still act for (bounded). */
 const FINISHED_KEPT = 1024;
 
@@ -185,17 +186,9 @@ export class IsolatedPlugin {
       flag,
       syncPort: port2,
     };
-    const worker = new Worker(WORKER_URL, {
-      workerData: setup,
-      transferList: [port2],
-      // stdout may carry MCP (stdio): anything the worker prints goes to stderr with the logs.
-      stdout: true,
-      // A plugin's JS-side heap (values being converted) is bounded too; past it the worker
-      // dies and the plugin is restarted. Lua's own memory has the state's ceiling.
-      resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
-    });
-    worker.stdout.pipe(process.stderr);
-    worker.unref();
+    const worker = this.opts.pool?.take() ?? startWorker();
+    // The setup is the worker's first message (it may have been started ahead, as a spare).
+    worker.postMessage({ type: 'setup', setup }, [port2]);
     this.worker = worker;
     this.outbox = new MessageBatch<ToWorker>(worker, (msg, err) => this.uncloneable(msg, err));
     this.syncPort = port1;

@@ -4,7 +4,7 @@
  * and sends each call here; it terminates this thread when a call overstays its limit (a long C
  * call, a finalizer or a message handler cannot be stopped from inside) and starts a fresh one.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import { createLogger } from '../log.js';
 import { LuaError } from '../lua/errors.js';
 import { LuaState } from '../lua/state.js';
@@ -15,9 +15,9 @@ import type { CallContext, CallPeer, ToolEntry } from '../registry/types.js';
 import { findModule } from './find-module.js';
 import { RemoteRegistry, remoteView, syncLink, type HubLink } from './remote-registry.js';
 import { MessageBatch, isBundle, type MessageBundle } from './message-batch.js';
-import type { FromWorker, PluginWorkerSetup, ToWorker } from './worker-protocol.js';
+import type { FromWorker, ToWorker } from './worker-protocol.js';
+import { onHubMessage, setup } from './worker-setup.js';
 
-const setup = workerData as PluginWorkerSetup;
 const port = parentPort!;
 const owner = setup.source.name;
 /** Messages posted on `port` so far: a synchronous question waits until the hub has them. */
@@ -202,7 +202,7 @@ function close(): void {
   outbox.flush();
 }
 
-port.on('message', (msg: ToWorker | MessageBundle<ToWorker>) => {
+onHubMessage((msg: ToWorker | MessageBundle<ToWorker>) => {
   if (!isBundle(msg)) return onMessage(msg);
   for (const m of msg.messages) onMessage(m);
 });
