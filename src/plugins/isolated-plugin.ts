@@ -23,6 +23,7 @@ import { RegistryMirror } from './mirror.js';
 import { plainContext } from './remote-registry.js';
 import type { FromWorker, PluginWorkerSetup, SyncRequest, ToWorker } from './worker-protocol.js';
 import { startWorker, type WorkerPool } from './worker-pool.js';
+import { decode, encode, jsonExact } from './wire.js';
 
 export interface IsolatedPluginOptions {
   registry: Registry;
@@ -62,7 +63,7 @@ export class IsolatedPlugin {
   memoryUsed = 0;
   private worker!: Worker;
   /** What goes to the worker, one postMessage per event-loop turn. */
-  private outbox!: MessageBatch<ToWorker>;
+  private outbox!: MessageBatch<ToWorker | string>;
   private syncPort!: MessagePort;
   private readonly calls = new Map<number, Pending>();
   /** Views of finished calls, for tasks that outlive them (oldest dropped first). */
@@ -190,7 +191,9 @@ export class IsolatedPlugin {
     // The setup is the worker's first message (it may have been started ahead, as a spare).
     worker.postMessage({ type: 'setup', setup }, [port2]);
     this.worker = worker;
-    this.outbox = new MessageBatch<ToWorker>(worker, (msg, err) => this.uncloneable(msg, err));
+    this.outbox = new MessageBatch<ToWorker | string>(worker, (msg, err) => {
+      if (typeof msg !== 'string') this.uncloneable(msg, err);
+    });
     this.syncPort = port1;
     this.mirror.hold();
     // The worker's messages and its synchronous questions travel on different ports, which keep
@@ -252,9 +255,10 @@ export class IsolatedPlugin {
           caughtUp();
         }
       };
-      worker.on('message', (msg: FromWorker | MessageBundle<FromWorker>) => {
+      worker.on('message', (raw: FromWorker | MessageBundle<FromWorker | string> | string) => {
+        const msg = decode(raw);
         if (!isBundle(msg)) return handle(msg);
-        for (const m of msg.messages) handle(m);
+        for (const m of msg.messages) handle(decode(m));
       });
       worker.on('error', (err) => {
         if (gen !== this.generation) return;
@@ -337,22 +341,14 @@ export class IsolatedPlugin {
       const peer = ctx.peer;
       // Alone, a call goes at once; with others in flight, it shares the turn's postMessage.
       const now = this.calls.size <= 1;
-      this.outbox.post(
-        {
-          type: 'invoke',
-          id,
-          kind,
-          name,
-          input,
-          ctx: plainContext(ctx),
-          peer:
-            peer === undefined
-              ? undefined
-              : { caps: peer.clientCapabilities, pollLater: typeof peer.pollLater === 'function' },
-          complete,
-        } satisfies ToWorker,
-        now,
-      );
+      const msg: ToWorker = { type: 'invoke', id, kind, name, input, ctx: plainContext(ctx) };
+      // No undefined fields: the message is sent as JSON when JSON carries it exactly (wire.ts).
+      if (peer !== undefined) {
+        msg.peer = { pollLater: typeof peer.pollLater === 'function' };
+        if (peer.clientCapabilities !== undefined) msg.peer.caps = peer.clientCapabilities;
+      }
+      if (complete !== undefined) msg.complete = complete;
+      this.outbox.post(encode(msg, jsonExact(msg)), now);
     });
   }
 

@@ -7,7 +7,8 @@
 import type { PluginWorkerSetup, ToWorker } from './worker-protocol.js';
 import type { MessageBundle } from './message-batch.js';
 
-type Inbound = ToWorker | MessageBundle<ToWorker>;
+/** A message, its JSON (plugins/wire.ts), or a turn's bundle of them. */
+type Inbound = ToWorker | string | MessageBundle<ToWorker | string>;
 
 /** The setup the hub sent; read by plugins/plugin-worker.ts, which is imported only after it. */
 export let setup: PluginWorkerSetup;
