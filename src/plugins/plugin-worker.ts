@@ -14,7 +14,7 @@ import { RemoteUpstreams } from './remote-upstreams.js';
 import type { CallContext, CallPeer, ToolEntry } from '../registry/types.js';
 import { findModule } from './find-module.js';
 import { RemoteRegistry, remoteView, syncLink, type HubLink } from './remote-registry.js';
-import { MessageBatch, isBundle, type MessageBundle } from './message-batch.js';
+import { MessageBatch, isBundle } from './message-batch.js';
 import type { FromWorker, ToWorker } from './worker-protocol.js';
 import { onHubMessage, setup } from './worker-setup.js';
 import { decode, encode, jsonExact } from './wire.js';
