@@ -131,7 +131,7 @@ export class PluginHost {
       for (const s of sources) await this.enqueue(s.name, () => this.load(s, starting.get(s.name)));
     });
     if (this.opts.watch !== false) await this.startWatching();
-    if (this.isolated) this.pool.prepare();
+    this.pool.arm();
   }
 
   status(): PluginStatus[] {

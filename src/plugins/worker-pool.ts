@@ -1,8 +1,9 @@
 /**
  * Plugin worker threads, with one started ahead of need. Starting a worker (a V8 isolate, the
  * runtime's module graph, the Lua wasm compile) takes hundreds of milliseconds; a reload or a
- * restart that takes the spare only loads the plugin's code. The spare is made again in the
- * background after each take, so at most one idle worker exists per host.
+ * restart that takes the spare only loads the plugin's code. The first spare is made at the
+ * first take (a hub that never reloads never pays for an idle worker; the first reload is cold),
+ * then again in the background after each take: at most one idle worker per host.
  */
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../log.js';
@@ -31,6 +32,8 @@ export class WorkerPool {
   private spare: Worker | undefined;
   private refill: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Off during the host's first load: those takes make no spare. */
+  private armed = false;
 
   /** `spares`: 0 starts every worker on demand, 1 keeps one ready (config plugins.spare_worker). */
   constructor(
@@ -38,7 +41,12 @@ export class WorkerPool {
     private readonly logger: Logger,
   ) {}
 
-  /** Starts the spare (after the host's first load, so it does not compete with it). */
+  /** From now on, a take makes the next spare (called once the host's first load is done). */
+  arm(): void {
+    this.armed = true;
+  }
+
+  /** Starts the spare now, if there is none. */
   prepare(): void {
     if (this.spares > 0 && !this.closed && this.spare === undefined) this.fill();
   }
@@ -47,7 +55,7 @@ export class WorkerPool {
   take(): Worker {
     const w = this.spare;
     this.spare = undefined;
-    if (this.spares > 0 && !this.closed && this.refill === undefined) {
+    if (this.armed && this.spares > 0 && !this.closed && this.refill === undefined) {
       this.refill = setTimeout(() => {
         this.refill = undefined;
         this.prepare();
