@@ -1,5 +1,6 @@
 /**
  * `npm run bench [-- --quick] [-- --profile [--only=bare,proxy]] [-- --rounds=N --seconds=S] [-- --write-baseline]`
+ * (`--only=reload`: the hot reload scenario alone)
  * (`--only=cluster-one,cluster-workers2,cluster-redis,cluster-notify,...`: the scale-out rows): measures moonhub against the
  * bare node:http ceiling and the official SDK in one run, prints the table, writes
  * bench/results/, and (with a recorded baseline) fails when one of our ratios fell more than
