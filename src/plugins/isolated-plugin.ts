@@ -121,7 +121,7 @@ export class IsolatedPlugin {
    */
   static async start(opts: IsolatedPluginOptions): Promise<IsolatedPlugin> {
     const p = new IsolatedPlugin(opts);
-    p.spawn();
+    p.spawn(true);
     try {
       await p.ready;
     } catch (err) {
@@ -169,7 +169,8 @@ export class IsolatedPlugin {
 
   // ---- the worker --------------------------------------------------------------------------
 
-  private spawn(): void {
+  /** `refill`: a (re)load the operator asked for makes the pool's next spare; a restart does not. */
+  private spawn(refill: boolean): void {
     const gen = ++this.generation;
     const { port1, port2 } = new MessageChannel();
     const flag = new Int32Array(new SharedArrayBuffer(4));
@@ -187,7 +188,7 @@ export class IsolatedPlugin {
       flag,
       syncPort: port2,
     };
-    const worker = this.opts.pool?.take() ?? startWorker();
+    const worker = this.opts.pool?.take(refill) ?? startWorker();
     // The setup is the worker's first message (it may have been started ahead, as a spare).
     worker.postMessage({ type: 'setup', setup }, [port2]);
     this.worker = worker;
@@ -297,7 +298,7 @@ export class IsolatedPlugin {
       `plugin restarted: ${reason}; its worker was terminated and the plugin loaded again (its other calls in flight failed)`,
     );
     this.phase = 'loading';
-    this.spawn();
+    this.spawn(false);
     this.ready.catch((err: Error) => {
       this.phase = 'dead';
       this.opts.registry.reset(this.opts.source.name);

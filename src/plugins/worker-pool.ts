@@ -2,8 +2,8 @@
  * Plugin worker threads, with one started ahead of need. Starting a worker (a V8 isolate, the
  * runtime's module graph, the Lua wasm compile) takes hundreds of milliseconds; a reload or a
  * restart that takes the spare only loads the plugin's code. The first spare is made at the
- * first take (a hub that never reloads never pays for an idle worker; the first reload is cold),
- * then again in the background after each take: at most one idle worker per host.
+ * first reload (a hub that never reloads never pays for an idle worker; that reload is cold),
+ * then again in the background after each reload: at most one idle worker per host.
  */
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../log.js';
@@ -51,11 +51,15 @@ export class WorkerPool {
     if (this.spares > 0 && !this.closed && this.spare === undefined) this.fill();
   }
 
-  /** A worker for a plugin: the spare when there is one, else a new one. */
-  take(): Worker {
+  /**
+   * A worker for a plugin: the spare when there is one, else a new one. `refill`: make the next
+   * spare in the background. A hard-stop restart passes false: restarts come in bursts under
+   * attack, and a background boot then would take CPU from the plugins still serving.
+   */
+  take(refill = true): Worker {
     const w = this.spare;
     this.spare = undefined;
-    if (this.armed && this.spares > 0 && !this.closed && this.refill === undefined) {
+    if (refill && this.armed && this.spares > 0 && !this.closed && this.refill === undefined) {
       this.refill = setTimeout(() => {
         this.refill = undefined;
         this.prepare();

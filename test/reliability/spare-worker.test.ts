@@ -2,7 +2,8 @@
  * The spare plugin worker (plugins.spare_worker, src/plugins/worker-pool.ts): a reload of a
  * healthy plugin takes a worker started ahead of need and only loads the plugin's code, so it is
  * several times faster than one that starts a worker; each reload still gets a fresh state; a
- * wedged plugin is still terminated and restarted (from the spare) and answers again.
+ * wedged plugin is still terminated and restarted (from the spare, which a restart does not
+ * replace: only reloads do) and answers again.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -76,14 +77,21 @@ describe('plugins.spare_worker', () => {
   });
 
   it('restarts a wedged plugin from the spare; it answers again', async () => {
-    await withHub(true, async (hub) => {
-      assert.equal((await callTool(hub.url, 'hot.version')).text, 'v0/1');
+    await withHub(true, async (hub, dir) => {
+      // A first reload makes the spare (a hub that never reloads holds none).
+      writeFileSync(join(dir, 'hot.lua'), version(1));
+      const t0 = performance.now();
+      while ((await callTool(hub.url, 'hot.version')).text !== 'v1/1') {
+        assert.ok(performance.now() - t0 < 20_000, 'the reload was never served');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await new Promise((r) => setTimeout(r, 1500));
       const from = hub.log().length;
       const stuck = await callTool(hub.url, 'hot.spin');
       assert.ok(stuck.isError);
       assert.match(stuck.text, /timeout/);
       await hub.waitForLog(/plugin restarted/, from);
-      assert.equal((await callTool(hub.url, 'hot.version')).text, 'v0/1');
+      assert.equal((await callTool(hub.url, 'hot.version')).text, 'v1/1', 'a fresh state');
     });
   });
 
