@@ -1,5 +1,6 @@
 /**
  * `npm run bench [-- --quick] [-- --profile [--only=bare,proxy]] [-- --rounds=N --seconds=S] [-- --write-baseline]`
+ * (`--only=reload`: the hot reload scenario alone)
  * (`--only=cluster-one,cluster-workers2,cluster-redis,cluster-notify,...`: the scale-out rows): measures moonhub against the
  * bare node:http ceiling and the official SDK in one run, prints the table, writes
  * bench/results/, and (with a recorded baseline) fails when one of our ratios fell more than
@@ -147,6 +148,11 @@ async function main(): Promise<number> {
     // A size, not a rate: outside the rounds, in full runs or when asked for by name.
     if (!partial || f.only?.has('idle-sessions')) {
       extra.idleSessions = await measureIdleSessions(procs, log);
+      await stopAll();
+    }
+    // Hot reload latency: in full runs, or named by --only (--only=reload).
+    if (partial && f.only?.has('reload')) {
+      extra.reload = await measureReload(15, procs, log);
       await stopAll();
     }
     let scaleRows: ReturnType<typeof summarize> = [];

@@ -31,6 +31,8 @@ export interface HubOptions {
   /** Where plugins run (default 'worker') and the grace of their hard stop (default 500 ms). */
   isolation?: PluginIsolation;
   hardStopGraceMs?: number;
+  /** Keep a plugin worker started ahead of need (`plugins.spare_worker`; default: when watching). */
+  spareWorker?: boolean;
 }
 
 export interface Hub {
@@ -64,6 +66,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     limits: opts.pluginLimits,
     isolation: opts.isolation,
     hardStopGraceMs: opts.hardStopGraceMs,
+    spareWorker: opts.spareWorker,
   });
   registerHubStatus(registry, plugins, opts.pluginDirs);
   const upstreamsReady = startConfiguredUpstreams(registry, opts.upstreams ?? {}, opts.logger);

@@ -145,6 +145,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     pluginLimits: s.pluginLimits,
     isolation: s.isolation.mode,
     hardStopGraceMs: s.isolation.graceMs,
+    spareWorker: s.isolation.spareWorker,
     sessionViews: (uuid) => (access === undefined ? null : access.viewOfSession(uuid)),
   });
   // A hub bound to a named address must accept that name in Host (DNS-rebinding check).

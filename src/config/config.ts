@@ -66,6 +66,8 @@ export interface HubConfig {
     isolation?: 'worker' | 'none';
     /** How long past its limit a plugin call may run before its worker is terminated (ms). */
     hard_stop_grace_ms?: number;
+    /** Keep one plugin worker started ahead of need, for fast reloads and restarts. */
+    spare_worker?: boolean;
   };
   /** Upstream MCP servers by name (`mcpServers` shape); see UpstreamConfig. */
   upstreams?: Record<string, UpstreamConfig>;

@@ -45,7 +45,7 @@ export interface Settings {
   /** The `execute` built-in's options from the config file (`enabled: false` leaves it out). */
   execute: ExecuteSettings;
   /** Where plugins run (`plugins.isolation`) and their hard stop's grace (`plugins.hard_stop_grace_ms`). */
-  isolation: { mode?: 'worker' | 'none'; graceMs?: number };
+  isolation: { mode?: 'worker' | 'none'; graceMs?: number; spareWorker?: boolean };
   /** Scale-out (docs/scale-out.md): Redis URL, key prefix, worker processes (1: none). */
   cluster: {
     redis: string | undefined;
@@ -96,7 +96,11 @@ export function resolveSettings(flags: SettingsFlags): Settings {
     serverLimits: serverLimitsOf(config.limits),
     publicUrl: flags.url ?? config.public_url,
     execute: executeOptionsOf(config.execute),
-    isolation: { mode: config.plugins?.isolation, graceMs: config.plugins?.hard_stop_grace_ms },
+    isolation: {
+      mode: config.plugins?.isolation,
+      graceMs: config.plugins?.hard_stop_grace_ms,
+      spareWorker: config.plugins?.spare_worker,
+    },
     cluster: {
       redis: flags.redis ?? config.cluster?.redis,
       prefix: config.cluster?.prefix,

@@ -8,7 +8,7 @@
  * started again from the same code, with one log line. The hub's thread never waits on a worker.
  */
 import { AsyncResource } from 'node:async_hooks';
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import type { Logger } from '../log.js';
 import { LuaError } from '../lua/errors.js';
 import { DEFAULT_TIMEOUT_MS } from '../lua/state.js';
@@ -22,6 +22,8 @@ import { MessageBatch, isBundle, type MessageBundle } from './message-batch.js';
 import { RegistryMirror } from './mirror.js';
 import { plainContext } from './remote-registry.js';
 import type { FromWorker, PluginWorkerSetup, SyncRequest, ToWorker } from './worker-protocol.js';
+import { startWorker, type WorkerPool } from './worker-pool.js';
+import { decode, encode, jsonExact } from './wire.js';
 
 export interface IsolatedPluginOptions {
   registry: Registry;
@@ -36,6 +38,8 @@ export interface IsolatedPluginOptions {
   sessionViews?: SessionViews;
   settings?: Readonly<Record<string, unknown>>;
   limits?: Readonly<Record<string, number>>;
+  /** Where workers come from (a spare started ahead makes reloads and restarts fast). */
+  pool?: WorkerPool;
 }
 
 interface Pending {
@@ -48,9 +52,7 @@ interface Pending {
   scope: AsyncResource;
 }
 
-const WORKER_URL = new URL('./plugin-worker.js', import.meta.url);
-/** The V8 heap of a plugin's worker (its Lua memory is the state's own ceiling, in wasm). */
-export const WORKER_HEAP_MB = 256;
+export { WORKER_HEAP_MB } from './worker-pool.js';
 /** Finished calls whose view a task they spawned may still act for (bounded). */
 const FINISHED_KEPT = 1024;
 
@@ -61,7 +63,7 @@ export class IsolatedPlugin {
   memoryUsed = 0;
   private worker!: Worker;
   /** What goes to the worker, one postMessage per event-loop turn. */
-  private outbox!: MessageBatch<ToWorker>;
+  private outbox!: MessageBatch<ToWorker | string>;
   private syncPort!: MessagePort;
   private readonly calls = new Map<number, Pending>();
   /** Views of finished calls, for tasks that outlive them (oldest dropped first). */
@@ -119,7 +121,7 @@ export class IsolatedPlugin {
    */
   static async start(opts: IsolatedPluginOptions): Promise<IsolatedPlugin> {
     const p = new IsolatedPlugin(opts);
-    p.spawn();
+    p.spawn(true);
     try {
       await p.ready;
     } catch (err) {
@@ -167,7 +169,8 @@ export class IsolatedPlugin {
 
   // ---- the worker --------------------------------------------------------------------------
 
-  private spawn(): void {
+  /** `refill`: a (re)load the operator asked for makes the pool's next spare; a restart does not. */
+  private spawn(refill: boolean): void {
     const gen = ++this.generation;
     const { port1, port2 } = new MessageChannel();
     const flag = new Int32Array(new SharedArrayBuffer(4));
@@ -185,19 +188,13 @@ export class IsolatedPlugin {
       flag,
       syncPort: port2,
     };
-    const worker = new Worker(WORKER_URL, {
-      workerData: setup,
-      transferList: [port2],
-      // stdout may carry MCP (stdio): anything the worker prints goes to stderr with the logs.
-      stdout: true,
-      // A plugin's JS-side heap (values being converted) is bounded too; past it the worker
-      // dies and the plugin is restarted. Lua's own memory has the state's ceiling.
-      resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
-    });
-    worker.stdout.pipe(process.stderr);
-    worker.unref();
+    const worker = this.opts.pool?.take(refill) ?? startWorker();
+    // The setup is the worker's first message (it may have been started ahead, as a spare).
+    worker.postMessage({ type: 'setup', setup }, [port2]);
     this.worker = worker;
-    this.outbox = new MessageBatch<ToWorker>(worker, (msg, err) => this.uncloneable(msg, err));
+    this.outbox = new MessageBatch<ToWorker | string>(worker, (msg, err) => {
+      if (typeof msg !== 'string') this.uncloneable(msg, err);
+    });
     this.syncPort = port1;
     this.mirror.hold();
     // The worker's messages and its synchronous questions travel on different ports, which keep
@@ -259,9 +256,10 @@ export class IsolatedPlugin {
           caughtUp();
         }
       };
-      worker.on('message', (msg: FromWorker | MessageBundle<FromWorker>) => {
+      worker.on('message', (raw: FromWorker | MessageBundle<FromWorker | string> | string) => {
+        const msg = decode(raw);
         if (!isBundle(msg)) return handle(msg);
-        for (const m of msg.messages) handle(m);
+        for (const m of msg.messages) handle(decode(m));
       });
       worker.on('error', (err) => {
         if (gen !== this.generation) return;
@@ -300,7 +298,7 @@ export class IsolatedPlugin {
       `plugin restarted: ${reason}; its worker was terminated and the plugin loaded again (its other calls in flight failed)`,
     );
     this.phase = 'loading';
-    this.spawn();
+    this.spawn(false);
     this.ready.catch((err: Error) => {
       this.phase = 'dead';
       this.opts.registry.reset(this.opts.source.name);
@@ -344,22 +342,14 @@ export class IsolatedPlugin {
       const peer = ctx.peer;
       // Alone, a call goes at once; with others in flight, it shares the turn's postMessage.
       const now = this.calls.size <= 1;
-      this.outbox.post(
-        {
-          type: 'invoke',
-          id,
-          kind,
-          name,
-          input,
-          ctx: plainContext(ctx),
-          peer:
-            peer === undefined
-              ? undefined
-              : { caps: peer.clientCapabilities, pollLater: typeof peer.pollLater === 'function' },
-          complete,
-        } satisfies ToWorker,
-        now,
-      );
+      const msg: ToWorker = { type: 'invoke', id, kind, name, input, ctx: plainContext(ctx) };
+      // No undefined fields: the message is sent as JSON when JSON carries it exactly (wire.ts).
+      if (peer !== undefined) {
+        msg.peer = { pollLater: typeof peer.pollLater === 'function' };
+        if (peer.clientCapabilities !== undefined) msg.peer.caps = peer.clientCapabilities;
+      }
+      if (complete !== undefined) msg.complete = complete;
+      this.outbox.post(encode(msg, jsonExact(msg)), now);
     });
   }
 

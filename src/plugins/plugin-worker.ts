@@ -4,7 +4,7 @@
  * and sends each call here; it terminates this thread when a call overstays its limit (a long C
  * call, a finalizer or a message handler cannot be stopped from inside) and starts a fresh one.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import { createLogger } from '../log.js';
 import { LuaError } from '../lua/errors.js';
 import { LuaState } from '../lua/state.js';
@@ -14,16 +14,18 @@ import { RemoteUpstreams } from './remote-upstreams.js';
 import type { CallContext, CallPeer, ToolEntry } from '../registry/types.js';
 import { findModule } from './find-module.js';
 import { RemoteRegistry, remoteView, syncLink, type HubLink } from './remote-registry.js';
-import { MessageBatch, isBundle, type MessageBundle } from './message-batch.js';
-import type { FromWorker, PluginWorkerSetup, ToWorker } from './worker-protocol.js';
+import { MessageBatch, isBundle } from './message-batch.js';
+import type { FromWorker, ToWorker } from './worker-protocol.js';
+import { onHubMessage, setup } from './worker-setup.js';
+import { decode, encode, jsonExact } from './wire.js';
 
-const setup = workerData as PluginWorkerSetup;
 const port = parentPort!;
 const owner = setup.source.name;
 /** Messages posted on `port` so far: a synchronous question waits until the hub has them. */
 let posted = 0;
 /** One postMessage per event-loop turn (message-batch.ts); flushed before a question. */
-const outbox = new MessageBatch<FromWorker>(port, (msg, err) => {
+const outbox = new MessageBatch<FromWorker | string>(port, (msg, err) => {
+  if (typeof msg === 'string') return;
   if (msg.type === 'result')
     outbox.post({
       type: 'result',
@@ -37,7 +39,9 @@ const post = (msg: FromWorker): void => {
   posted++;
   // Results wait for the turn's end while other calls run (they may finish in the same turn);
   // the last one, and anything else (logs, registrations, requests), goes now, in order.
-  outbox.post(msg, msg.type !== 'result' || running.size <= 1);
+  // A result goes as JSON when JSON carries it exactly (wire.ts): cheaper than its clone.
+  const wire = msg.type === 'result' ? encode(msg, jsonExact(msg)) : msg;
+  outbox.post(wire, msg.type !== 'result' || running.size <= 1);
 };
 const log = createLogger(setup.logLevel).child({ plugin: owner });
 
@@ -67,7 +71,7 @@ const upstreams = new RemoteUpstreams(registry, link);
 useUpstreams(registry, upstreams);
 function remotePeer(
   id: number,
-  peer: { caps: Record<string, unknown> | undefined; pollLater: boolean },
+  peer: { caps?: Record<string, unknown>; pollLater: boolean },
 ): CallPeer {
   const origin = { call: id };
   const out: CallPeer = {
@@ -90,19 +94,20 @@ function remotePeer(
 function contextOf(msg: Extract<ToWorker, { type: 'invoke' }>): CallContext {
   const call = { controller: undefined as AbortController | undefined };
   running.set(msg.id, call);
-  const ctx: CallContext = { ...msg.ctx, filter: remoteView({ call: msg.id }) };
-  if (msg.peer) ctx.peer = remotePeer(msg.id, msg.peer);
-  Object.defineProperty(ctx, 'signal', {
-    enumerable: true,
-    configurable: true,
-    get: () => {
+  // A literal's getter, not defineProperty on the object (which made it a slow dictionary
+  // object, 8.6 % of the worker's time in the profile); still enumerable, as spreads expect.
+  const ctx: CallContext = {
+    ...msg.ctx,
+    filter: remoteView({ call: msg.id }),
+    peer: msg.peer ? remotePeer(msg.id, msg.peer) : undefined,
+    get signal() {
       if (!call.controller) {
         call.controller = new AbortController();
         post({ type: 'watch', id: msg.id });
       }
       return call.controller.signal;
     },
-  });
+  };
   return ctx;
 }
 
@@ -139,16 +144,21 @@ async function run(msg: Extract<ToWorker, { type: 'invoke' }>): Promise<unknown>
 function invoke(msg: Extract<ToWorker, { type: 'invoke' }>): void {
   run(msg)
     .then(
-      (value) => post({ type: 'result', id: msg.id, ok: true, value, memory: state?.memoryUsed }),
+      (value) => {
+        const out: FromWorker = { type: 'result', id: msg.id, ok: true, value };
+        if (state !== undefined) out.memory = state.memoryUsed;
+        post(out);
+      },
       (err: unknown) => {
         const e = err as Error & { code?: string };
-        post({
+        const out: FromWorker = {
           type: 'result',
           id: msg.id,
           ok: false,
           error: e instanceof Error ? e.message : String(err),
-          code: typeof e?.code === 'string' ? e.code : undefined,
-        });
+        };
+        if (typeof e?.code === 'string') out.code = e.code;
+        post(out);
       },
     )
     .finally(() => running.delete(msg.id));
@@ -202,9 +212,10 @@ function close(): void {
   outbox.flush();
 }
 
-port.on('message', (msg: ToWorker | MessageBundle<ToWorker>) => {
+onHubMessage((raw) => {
+  const msg = decode(raw);
   if (!isBundle(msg)) return onMessage(msg);
-  for (const m of msg.messages) onMessage(m);
+  for (const m of msg.messages) onMessage(decode(m));
 });
 
 function onMessage(msg: ToWorker): void {

@@ -60,7 +60,7 @@ export type ToWorker =
       input: unknown;
       ctx: PlainContext;
       /** The caller's client, when the call has one (its methods are relayed by call id). */
-      peer?: { caps: Record<string, unknown> | undefined; pollLater: boolean };
+      peer?: { caps?: Record<string, unknown>; pollLater: boolean };
       /** For completions: the argument, the value typed so far, the arguments chosen. */
       complete?: { argument: string; value: string; context: Record<string, string> };
     }
