@@ -136,11 +136,12 @@ async function proxyTarget(
   return { ...wrkTarget(row, started.hub, s), warmSeconds: 6 };
 }
 
-async function stdioTarget(row: Row, procs: Proc[]): Promise<Target> {
-  const hub = await startHub('moonhub-stdio', {
+async function stdioTarget(row: Row, procs: Proc[], config?: string): Promise<Target> {
+  const hub = await startHub(config === undefined ? 'moonhub-stdio' : 'moonhub-stdio-inproc', {
     plugins: [ECHO_PLUGINS],
     stdio: true,
     watch: false,
+    ...(config === undefined ? {} : { config }),
   });
   procs.push(hub);
   const driver = new StdioDriver(hub.child.stdin!, hub.child.stdout!);
@@ -191,6 +192,7 @@ export async function measureThroughput(
     // The same hub with plugins on its own thread (no hard stop): what isolation costs.
     hubModernInproc: newRow('hub-2026-inproc', 'moonhub Lua echo, 2026-07-28, isolation none'),
     hubLegacyInproc: newRow('hub-2025-inproc', 'moonhub Lua echo, 2025 session, isolation none'),
+    hubStdioInproc: newRow('hub-stdio-inproc', 'moonhub Lua echo, stdio, isolation none'),
     hubStdio: newRow('hub-stdio', 'moonhub Lua echo, stdio (50 in flight)'),
     proxy: newRow('hub-proxy', 'moonhub → SDK session server (mcp.proxy), 2026-07-28', {
       note: 'ceiling: the SDK session row, which is its upstream',
@@ -306,6 +308,7 @@ export async function measureThroughput(
     return wrkTarget(rows.hubLegacyInproc, hubInproc!, s);
   });
   await add(rows.hubStdio, () => stdioTarget(rows.hubStdio, procs));
+  await add(rows.hubStdioInproc, () => stdioTarget(rows.hubStdioInproc, procs, inprocConfig));
   await add(rows.proxy, () => proxyTarget(rows.proxy, sdkUpstream, settings, procs));
   await add(rows.single, async () => wrkTarget(rows.single, hub, echoCall(hub.url, 'modern')));
   await add(rows.execute, async () => {
