@@ -1,0 +1,559 @@
+/**
+ * One proxied request in flight on the direct path (direct-http.ts sends it): its POST through
+ * the lean client or node:http, the answer read as JSON or as an event stream (progress relayed,
+ * other messages handed to the SDK client, a cleanly ended stream resumed with a GET), the
+ * caller's abort, the idle and total timers, and the bound on an answer's bytes.
+ */
+import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import { StringDecoder } from 'node:string_decoder';
+import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
+import type { AbortWatch } from '../registry/types.js';
+import { localError } from '../errors.js';
+import { INPUT_REQUIRED, type CallOwner, type DirectOptions } from './direct-types.js';
+import { FIELD_VALUE, invalid, shapeProblem, type DirectMethod } from './direct-wire.js';
+import type { RawExchange, RawRequest } from './raw-http.js';
+import { UPSTREAM_RAW } from './raw-result.js';
+import { UpstreamError } from './upstream-error.js';
+
+/** One request in flight on the direct path. */
+export class DirectCall implements RawExchange {
+  private req: ClientRequest | undefined;
+  /** The lean client's request (plain-http upstreams), when it carries this call. */
+  private raw: RawRequest | undefined;
+  /** The lean client's answer is complete (node:http: `res.complete`). */
+  private rawComplete = false;
+  private rawStatusText = '';
+  private rawStream = false;
+  private decoder: StringDecoder | undefined;
+  private res: IncomingMessage | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly started = Date.now();
+  private done = false;
+  /** What this call listens to for its caller's abort, while the request is out. */
+  private watching: AbortWatch | undefined;
+  private signal: AbortSignal | undefined;
+  /** Retried once on a fresh socket when a reused keep-alive socket was found closed. */
+  private resent = false;
+  // The event stream being read.
+  private buf = '';
+  private data = '';
+  private lastEventId: string | undefined;
+  private retryMs = 1000;
+  private failedResumes = 0;
+  // A JSON answer being read: its chunks, and their bytes (bounded by the session's answerBytes).
+  private chunk: Buffer | undefined;
+  private chunks: Buffer[] | undefined;
+  private bytes = 0;
+  private status = 0;
+  private type = '';
+
+  constructor(
+    private readonly owner: CallOwner,
+    private readonly id: string,
+    private readonly method: DirectMethod,
+    private readonly body: string,
+    /** The session's headers for this method and name (no Content-Length). */
+    private readonly base: string[],
+    private readonly trace: string[] | undefined,
+    private readonly opts: DirectOptions,
+    private readonly resolve: (r: Record<string, unknown> | typeof INPUT_REQUIRED) => void,
+    private readonly reject: (e: unknown) => void,
+  ) {}
+
+  start(): void {
+    const caller = this.opts.caller;
+    const watch = caller.abortWatch;
+    if (watch !== undefined) {
+      if (!watch.watch(this)) return this.fail(new UpstreamError('the call was cancelled'));
+      this.watching = watch;
+    } else {
+      const signal = caller.signal;
+      if (signal !== undefined) {
+        if (signal.aborted) return this.fail(new UpstreamError('the call was cancelled'));
+        signal.addEventListener('abort', this, { once: true });
+        this.signal = signal;
+      }
+    }
+    this.timer = setTimeout(onTimer, Math.min(this.opts.idleMs, this.opts.totalMs), this);
+    this.owner.live.add(this);
+    this.post();
+  }
+
+  /** The caller's signal aborted (this object is its listener: no closure per call). */
+  handleEvent(): void {
+    this.cancel(new UpstreamError('the call was cancelled'));
+  }
+
+  /** The caller's abort, heard through its AbortWatch. */
+  handleAbort(): void {
+    this.cancel(new UpstreamError('the call was cancelled'));
+  }
+
+  /** The request's headers as node:http takes them. */
+  private get headers(): string[] {
+    const length = String(Buffer.byteLength(this.body));
+    return this.base.concat('content-length', length, ...(this.trace ?? []));
+  }
+
+  private post(): void {
+    const pool = this.owner.pool;
+    const head = pool === undefined ? undefined : this.owner.headOf(this.base);
+    const trace = this.trace;
+    if (head !== undefined && (trace === undefined || FIELD_VALUE.test(trace[1]!))) {
+      this.raw = pool!.post(
+        head +
+          `content-length: ${Buffer.byteLength(this.body)}\r\n` +
+          (trace === undefined ? '' : `traceparent: ${trace[1]}\r\n`) +
+          '\r\n',
+        this.body,
+        this,
+      );
+      return;
+    }
+    const req = this.owner.open('POST', this.headers) as Tagged<ClientRequest>;
+    req[CALL] = this;
+    this.req = req;
+    req.on('response', onPostResponse);
+    req.on('error', onPostError);
+    req.end(this.body);
+  }
+
+  onRequestError(req: ClientRequest, err: Error): void {
+    if (this.done || req !== this.req) return;
+    // A keep-alive socket the upstream closed as we wrote on it: the request never arrived.
+    const code = (err as { code?: string }).code;
+    if (
+      req.reusedSocket &&
+      !this.resent &&
+      this.res === undefined &&
+      (code === 'ECONNRESET' || code === 'EPIPE')
+    ) {
+      this.resent = true;
+      return this.post();
+    }
+    if (this.res === undefined) {
+      this.fail(err);
+      return this.owner.session.networkFailed(err);
+    }
+    this.lostStream(err.message);
+  }
+
+  onResponse(response: IncomingMessage): void {
+    if (this.done) return void response.resume();
+    const res = response as Tagged<IncomingMessage>;
+    res[CALL] = this;
+    this.res = res;
+    const status = res.statusCode ?? 0;
+    const type = (res.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
+    this.status = status;
+    this.type = type;
+    res.on('error', onResponseError);
+    if (status === 200 && type === 'text/event-stream') {
+      res.setEncoding('utf8');
+      res.on('data', onStreamData);
+      res.on('end', onStreamEnd);
+      res.on('aborted', onCutOff);
+      return;
+    }
+    // A body announced larger than the bound is refused before it is read.
+    const length = res.headers['content-length'];
+    if (length !== undefined && Number(length) > this.owner.session.answerBytes)
+      return this.tooLarge();
+    res.on('data', onBodyData);
+    res.on('end', onBodyEnd);
+  }
+
+  // ---- the lean client's answer (RawExchange) -------------------------------------------------
+
+  onHead(status: number, statusText: string, type: string, length: number | undefined): void {
+    if (this.done) return;
+    this.status = status;
+    this.rawStatusText = statusText;
+    this.type = type.split(';', 1)[0]!.trim().toLowerCase();
+    if (status === 200 && this.type === 'text/event-stream') {
+      this.rawStream = true;
+      this.decoder = new StringDecoder('utf8');
+      return;
+    }
+    if (length !== undefined && length > this.owner.session.answerBytes) this.tooLarge();
+  }
+
+  onBody(chunk: Buffer): void {
+    if (this.done) return;
+    if (this.rawStream) this.onEvents(this.decoder!.write(chunk));
+    else this.onBodyData(chunk);
+  }
+
+  onEnd(): void {
+    this.rawComplete = true;
+    if (this.done) return;
+    if (!this.rawStream) return this.bodyEnd(this.rawStatusText);
+    const rest = this.decoder!.end();
+    if (rest !== '') this.onEvents(rest);
+    this.onStreamEnd();
+  }
+
+  onFail(err: Error, answered: boolean, reused: boolean): void {
+    if (this.done) return;
+    const code = (err as { code?: string }).code;
+    // A keep-alive socket the upstream closed as we wrote on it: the request never arrived.
+    if (reused && !answered && !this.resent && (code === 'ECONNRESET' || code === 'EPIPE')) {
+      this.resent = true;
+      return this.post();
+    }
+    if (!answered) {
+      this.fail(err);
+      return this.owner.session.networkFailed(err);
+    }
+    this.lostStream(
+      err.message.startsWith('bad answer') ? err.message : 'the response was cut off',
+    );
+  }
+
+  // ---- node:http's answer ---------------------------------------------------------------------
+
+  onBodyData(chunk: Buffer): void {
+    if (this.done) return;
+    this.bytes += chunk.length;
+    if (this.bytes > this.owner.session.answerBytes) return this.tooLarge();
+    if (this.chunk === undefined) this.chunk = chunk;
+    else (this.chunks ??= [this.chunk]).push(chunk);
+  }
+
+  private tooLarge(): void {
+    this.fail(
+      new UpstreamError(
+        localError('upstream_answer_too_large', { max: this.owner.session.answerBytes }).message,
+      ),
+    );
+  }
+
+  onBodyEnd(res: IncomingMessage): void {
+    if (this.done) return;
+    if (!res.complete) return this.lostStream('the response was cut off');
+    this.bodyEnd(res.statusMessage ?? '');
+  }
+
+  private bodyEnd(statusText: string): void {
+    const text =
+      this.chunks !== undefined
+        ? Buffer.concat(this.chunks).toString('utf8')
+        : (this.chunk?.toString('utf8') ?? '');
+    if (this.status === 200 && this.type === 'application/json') return this.onJson(text);
+    this.onHttpError(this.status, statusText, this.type, text);
+  }
+
+  /**
+   * The answer as the hub and the SDK send it: `{"jsonrpc":"2.0","id":ID,"result":R}` (or with
+   * `result` first). Then only R is parsed, and its text rides along with the result so the
+   * proxy can pass it on without serialising it again (upstream/raw-result.ts).
+   */
+  private rawResult(text: string): string | undefined {
+    let end = text.length;
+    while (end > 0 && text.charCodeAt(end - 1) <= 32) end--;
+    if (text.charCodeAt(end - 1) !== 125) return undefined;
+    // Ids are `moonhub-N`: nothing in them needs escaping.
+    const head = '{"jsonrpc":"2.0","id":"' + this.id + '","result":';
+    if (end - 1 > head.length && text.startsWith(head)) return text.slice(head.length, end - 1);
+    const tail = ',"jsonrpc":"2.0","id":"' + this.id + '"}';
+    if (
+      end - tail.length > 10 &&
+      text.startsWith('{"result":') &&
+      text.startsWith(tail, end - tail.length)
+    )
+      return text.slice(10, end - tail.length);
+    return undefined;
+  }
+
+  private onJson(text: string): void {
+    const raw = this.rawResult(text);
+    if (raw !== undefined) {
+      let result: unknown;
+      try {
+        result = JSON.parse(raw);
+      } catch {
+        result = undefined; // Not one value (more members follow): read the whole message below.
+      }
+      if (typeof result === 'object' && result !== null && !Array.isArray(result)) {
+        Object.defineProperty(result, UPSTREAM_RAW, { value: raw });
+        return this.onResult(result as Record<string, unknown>);
+      }
+    }
+    let msg: unknown;
+    try {
+      msg = JSON.parse(text);
+    } catch (err) {
+      return this.fail(err);
+    }
+    const m = msg as { id?: unknown };
+    if (Array.isArray(msg) || typeof msg !== 'object' || msg === null || m.id !== this.id) {
+      return this.fail(
+        new SdkError(
+          SdkErrorCode.InvalidResult,
+          `Invalid response to ${this.method}: not the answer to this request`,
+        ),
+      );
+    }
+    this.onAnswer(msg as Record<string, unknown>);
+  }
+
+  private onHttpError(status: number, statusText: string, type: string, text: string): void {
+    // 2026-07-28: a 400 carrying this request's JSON-RPC error is that error (as the SDK reads it).
+    if (status === 400 && type === 'application/json' && this.owner.session.era === 'modern') {
+      try {
+        const m = JSON.parse(text) as Record<string, unknown>;
+        if (m.id === this.id && m.error !== undefined) return this.onAnswer(m);
+      } catch {
+        // Not JSON: the status is the error.
+      }
+    }
+    if (status === 202) text = `Unexpected content type: ${type}`;
+    this.fail(
+      new SdkHttpError(
+        SdkErrorCode.ClientHttpNotImplemented,
+        `Error POSTing to endpoint: ${text || statusText}`,
+        { status, statusText, text },
+      ),
+    );
+  }
+
+  private onAnswer(msg: Record<string, unknown>): void {
+    const error = msg.error as { code?: unknown; message?: unknown; data?: unknown } | undefined;
+    if (error !== undefined) {
+      return this.fail(
+        ProtocolError.fromError(
+          typeof error.code === 'number' ? error.code : -32603,
+          String(error.message ?? 'error'),
+          error.data,
+        ),
+      );
+    }
+    const result = msg.result as Record<string, unknown> | undefined;
+    if (typeof result !== 'object' || result === null || Array.isArray(result))
+      return this.fail(invalid(this.method, 'not an object'));
+    this.onResult(result);
+  }
+
+  private onResult(result: Record<string, unknown>): void {
+    if (this.owner.session.era === 'modern') {
+      const kind = result.resultType;
+      if (kind === 'input_required') return this.finish(INPUT_REQUIRED);
+      if (kind !== 'complete')
+        return this.fail(
+          invalid(
+            this.method,
+            kind === undefined ? 'missing required resultType' : `result type ${String(kind)}`,
+          ),
+        );
+    }
+    const problem = shapeProblem(this.method, result);
+    if (problem !== undefined) return this.fail(invalid(this.method, problem));
+    this.finish(result);
+  }
+
+  // ---- the event stream ---------------------------------------------------------------------
+
+  onEvents(chunk: string): void {
+    if (this.done) return;
+    this.buf += chunk;
+    // One event at a time is held; counted in characters (at most the bytes read).
+    if (this.buf.length + this.data.length > this.owner.session.answerBytes) return this.tooLarge();
+    let start = 0;
+    for (;;) {
+      const nl = this.buf.indexOf('\n', start);
+      if (nl < 0) break;
+      let line = this.buf.slice(start, nl);
+      start = nl + 1;
+      if (line.endsWith('\r')) line = line.slice(0, -1);
+      if (line === '') {
+        this.onEvent();
+        if (this.done) return;
+        continue;
+      }
+      const colon = line.indexOf(':');
+      if (colon === 0) continue;
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? '' : line.slice(colon + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (field === 'data') this.data += this.data === '' ? value : `\n${value}`;
+      else if (field === 'id') this.lastEventId = value;
+      else if (field === 'retry' && /^\d+$/.test(value)) this.retryMs = Number(value);
+    }
+    this.buf = this.buf.slice(start);
+  }
+
+  private onEvent(): void {
+    const data = this.data;
+    this.data = '';
+    if (data === '') return;
+    let msg: Record<string, unknown>;
+    try {
+      msg = JSON.parse(data) as Record<string, unknown>;
+    } catch {
+      return; // The SDK reports such an event and reads on; so does this.
+    }
+    if (msg.id === this.id && ('result' in msg || 'error' in msg)) return this.onAnswer(msg);
+    if (msg.method === 'notifications/progress') {
+      const p = msg.params as Record<string, unknown> | undefined;
+      if (p?.progressToken === this.id) {
+        this.alive();
+        if (this.done) return;
+        if (typeof p.progress === 'number')
+          this.opts.caller.peer?.progress(
+            p.progress,
+            typeof p.total === 'number' ? p.total : undefined,
+            typeof p.message === 'string' ? p.message : undefined,
+          );
+        return;
+      }
+    }
+    this.owner.session.deliver(msg);
+  }
+
+  onStreamEnd(): void {
+    if (this.done) return;
+    if (this.res?.complete === false) return this.lostStream('the response was cut off');
+    // Ended without the answer: after an event id the stream can be resumed (SSE polling).
+    if (this.lastEventId === undefined || this.owner.session.era === 'modern')
+      return this.lostStream('the upstream ended the stream without answering');
+    setTimeout(resumeLater, this.retryMs, this).unref();
+  }
+
+  resume(): void {
+    if (this.done) return;
+    const headers: OutgoingHttpHeaders = {};
+    for (let i = 0; i < this.headers.length; i += 2)
+      headers[this.headers[i]!] = this.headers[i + 1];
+    delete headers['content-type'];
+    delete headers['content-length'];
+    headers.accept = 'text/event-stream';
+    headers['last-event-id'] = this.lastEventId;
+    const req = this.owner.open('GET', headers);
+    this.req = req;
+    this.res = undefined;
+    req.on('response', (res) => {
+      if (res.statusCode !== 200) {
+        res.resume();
+        return this.resumeFailed(`HTTP ${res.statusCode} resuming the stream`);
+      }
+      this.failedResumes = 0;
+      this.buf = '';
+      this.data = '';
+      (res as Tagged<IncomingMessage>)[CALL] = this;
+      this.res = res;
+      res.setEncoding('utf8');
+      res.on('data', onStreamData);
+      res.on('end', onStreamEnd);
+      res.on('error', onResponseError);
+    });
+    req.on('error', (err) => this.resumeFailed(err.message));
+    req.end();
+  }
+
+  private resumeFailed(reason: string): void {
+    if (this.done) return;
+    // As the SDK's transport is configured here: two reconnection attempts, then give up.
+    if (++this.failedResumes > 2) return this.lostStream(reason);
+    setTimeout(resumeLater, this.retryMs * 2 ** this.failedResumes, this).unref();
+  }
+
+  lostStream(reason: string): void {
+    if (this.done) return;
+    this.fail(new UpstreamError(`connection lost: ${reason}`));
+    this.owner.session.networkFailed(new Error(reason));
+  }
+
+  // ---- ending -------------------------------------------------------------------------------
+
+  timedOut(): void {
+    this.cancel(
+      new UpstreamError(
+        `timed out waiting for ${this.owner.session.url.href}: Request timed out`,
+        undefined,
+        SdkErrorCode.RequestTimeout,
+      ),
+    );
+  }
+
+  /** Progress keeps a call alive: the idle timer starts again, never past the total limit. */
+  private alive(): void {
+    const left = this.opts.totalMs - (Date.now() - this.started);
+    if (left <= 0) return this.timedOut();
+    if (left < this.opts.idleMs) {
+      clearTimeout(this.timer);
+      this.timer = setTimeout(onTimer, left, this);
+    } else this.timer?.refresh();
+  }
+
+  /** Cancellation or timeout: the upstream is told (2025: a notification; 2026: the stream closes). */
+  cancel(reason: UpstreamError): void {
+    if (this.done) return;
+    if (this.owner.session.era === 'legacy') this.owner.session.cancelled(this.id, reason.message);
+    this.fail(reason);
+  }
+
+  abort(reason: Error): void {
+    if (!this.done) this.fail(reason);
+  }
+
+  private finish(result: Record<string, unknown> | typeof INPUT_REQUIRED): void {
+    this.cleanup();
+    this.resolve(result);
+    // Drain what is left so the keep-alive socket goes back to the pool.
+    this.res?.resume();
+  }
+
+  private fail(err: unknown): void {
+    this.cleanup();
+    this.reject(err);
+    if (this.raw !== undefined && !this.rawComplete) this.raw.destroy();
+    // Unfinished, the request's socket closes (in 2026-07-28 that is how a call is cancelled).
+    if (this.res === undefined || !this.res.complete) this.req?.destroy();
+  }
+
+  private cleanup(): void {
+    this.done = true;
+    this.owner.live.delete(this);
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.watching !== undefined) this.watching.unwatch(this);
+    else this.signal?.removeEventListener('abort', this);
+  }
+}
+
+// Listeners shared by all calls: an emitter calls them with itself as `this`, tagged with its call.
+const CALL = Symbol('moonhub direct call');
+type Tagged<T> = T & { [CALL]?: DirectCall };
+const callOf = (emitter: object): DirectCall => (emitter as Tagged<object>)[CALL]!;
+
+function onPostResponse(this: ClientRequest, res: IncomingMessage): void {
+  callOf(this).onResponse(res);
+}
+function onPostError(this: ClientRequest, err: Error): void {
+  callOf(this).onRequestError(this, err);
+}
+function onBodyData(this: IncomingMessage, chunk: Buffer): void {
+  callOf(this).onBodyData(chunk);
+}
+function onBodyEnd(this: IncomingMessage): void {
+  callOf(this).onBodyEnd(this);
+}
+function onResponseError(this: IncomingMessage, err: Error): void {
+  callOf(this).lostStream(err.message);
+}
+function onStreamData(this: IncomingMessage, chunk: string): void {
+  callOf(this).onEvents(chunk);
+}
+function onStreamEnd(this: IncomingMessage): void {
+  callOf(this).onStreamEnd();
+}
+function onCutOff(this: IncomingMessage): void {
+  callOf(this).lostStream('the response was cut off');
+}
+
+function onTimer(call: DirectCall): void {
+  call.timedOut();
+}
+
+function resumeLater(call: DirectCall): void {
+  call.resume();
+}
