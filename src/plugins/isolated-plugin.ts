@@ -45,7 +45,8 @@ export interface IsolatedPluginOptions {
 interface Pending {
   resolve: (v: unknown) => void;
   reject: (e: Error) => void;
-  timer: NodeJS.Timeout;
+  /** When the call is stopped hard (performance.now() ms): its limit plus the grace. */
+  deadline: number;
   ctx: CallContext;
   what: string;
   limitMs: number;
@@ -77,7 +78,16 @@ export class IsolatedPlugin {
   private readonly log: Logger;
   private readonly answers: HubAnswers;
   /** Proxy callbacks sent to the worker, by id. */
-  private readonly callbacks = new Map<number, Pick<Pending, 'resolve' | 'reject' | 'timer'>>();
+  private readonly callbacks = new Map<
+    number,
+    Pick<Pending, 'resolve' | 'reject'> & { timer: NodeJS.Timeout }
+  >();
+  /**
+   * One hard-stop timer for all the calls in flight, armed for the earliest deadline (a timer
+   * per call cost a setTimeout + clearTimeout each); `armedFor` is when it fires.
+   */
+  private hardStop: NodeJS.Timeout | undefined;
+  private armedFor = Infinity;
 
   private constructor(private readonly opts: IsolatedPluginOptions) {
     this.log = opts.logger;
@@ -156,6 +166,7 @@ export class IsolatedPlugin {
     this.phase = 'closed';
     this.generation++;
     this.failAll('the plugin was unloaded');
+    if (this.hardStop !== undefined) clearTimeout(this.hardStop);
     this.mirror.closeBatches();
     const worker = this.worker;
     this.outbox.post({ type: 'close' });
@@ -308,10 +319,34 @@ export class IsolatedPlugin {
 
   private failAll(reason: string): void {
     for (const [id, c] of this.calls) {
-      clearTimeout(c.timer);
       this.calls.delete(id);
       c.reject(new Error(reason));
     }
+  }
+
+  /** Arms the hard-stop timer for `deadline` unless it already fires by then. */
+  private armHardStop(deadline: number): void {
+    if (deadline >= this.armedFor) return;
+    if (this.hardStop !== undefined) clearTimeout(this.hardStop);
+    this.armedFor = deadline;
+    this.hardStop = setTimeout(() => this.sweep(), Math.max(0, deadline - performance.now()));
+    // Calls in flight do not keep the process alive by themselves (nor did their timers matter
+    // there: the worker and the clients' sockets do).
+    this.hardStop.unref();
+  }
+
+  /** The hard-stop timer fired: stop a call past its deadline, else re-arm for the next one. */
+  private sweep(): void {
+    this.hardStop = undefined;
+    this.armedFor = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const [id, c] of this.calls) {
+      // The restart a hard stop makes fails every other call in flight: one is enough.
+      if (c.deadline <= now) return this.overran(id);
+      if (c.deadline < next) next = c.deadline;
+    }
+    if (next !== Infinity) this.armHardStop(next);
   }
 
   // ---- calls into the plugin ---------------------------------------------------------------
@@ -335,10 +370,11 @@ export class IsolatedPlugin {
     const limit = limitMs ?? DEFAULT_TIMEOUT_MS;
     const what = `${kind.startsWith('complete') ? 'completion' : kind} '${name}'`;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => this.overran(id), limit + this.opts.graceMs);
+      const deadline = performance.now() + limit + this.opts.graceMs;
       // The caller's async context, for the nested calls the handler makes (hub-answers.ts).
       const scope = new AsyncResource('moonhub.plugin-call');
-      this.calls.set(id, { resolve, reject, timer, ctx, what, limitMs: limit, scope });
+      this.calls.set(id, { resolve, reject, deadline, ctx, what, limitMs: limit, scope });
+      this.armHardStop(deadline);
       const peer = ctx.peer;
       // Alone, a call goes at once; with others in flight, it shares the turn's postMessage.
       const now = this.calls.size <= 1;
@@ -357,7 +393,6 @@ export class IsolatedPlugin {
     const c = this.calls.get(id);
     if (!c) return;
     this.calls.delete(id);
-    clearTimeout(c.timer);
     c.reject(
       new Error(
         `timeout: the handler of ${c.what} ran longer than its ${c.limitMs} ms limit and was stopped hard (it was stuck in one long library call such as a backtracking pattern match, a __gc finalizer or an xpcall message handler)`,
@@ -372,7 +407,6 @@ export class IsolatedPlugin {
     const c = this.calls.get(id);
     if (!c) return;
     this.calls.delete(id);
-    clearTimeout(c.timer);
     this.remember(id, c.ctx);
     if (ok) c.resolve(value);
     else c.reject(code ? new RegistryError(code as never, error ?? '') : new Error(error));
@@ -447,7 +481,6 @@ export class IsolatedPlugin {
     } else if (msg.type === 'invoke') {
       const c = this.calls.get(msg.id);
       if (c === undefined) return;
-      clearTimeout(c.timer);
       this.calls.delete(msg.id);
       c.reject(new Error(`the call cannot be passed to the plugin: ${err.message}`));
     } else if (msg.type === 'callback') {
