@@ -11,33 +11,8 @@ import { after, before, describe, it } from 'node:test';
 import type { MoonhubProcess } from '../helpers/moonhub-process.js';
 import { Redis } from 'ioredis';
 import { skipWithout } from '../helpers/services.js';
-import { startRedisFleet, type RedisFleet } from '../helpers/cluster-fixture.js';
+import { PROBE_PLUGIN, startRedisFleet, type RedisFleet } from '../helpers/cluster-fixture.js';
 import { call, initializeSession, rawRequest, sessionPost } from '../helpers/legacy-raw.js';
-
-const PLUGIN = `
-mcp.tool("probe.echo", { description = "echo" }, function() return "echoed" end)
-mcp.tool("probe.log", { description = "logs twice" }, function(params, context)
-  context.log("info", "info-line")
-  context.log("warning", "warning-line")
-  return "logged"
-end)
-mcp.tool("probe.touch", { description = "tells subscribers the resource changed" }, function()
-  mcp.resource_updated("probe://watched")
-  return "touched"
-end)
-mcp.resource("probe://watched", { name = "watched" }, function() return "w" end)
-mcp.tool("probe.ask", { description = "asks a name" }, function(params, context)
-  local a = context.elicit{ message = "name?",
-    requested_schema = { type = "object", properties = { name = { type = "string" } } } }
-  return "hello " .. tostring(a.content and a.content.name)
-end)
-mcp.tool("probe.slow", { description = "logs, waits, logs, answers", timeout_ms = 70000 }, function(params, context)
-  for i = 1, 3 do context.log("warning", "step-" .. i); task.sleep(50) end
-  task.sleep(params.wait or 1500)
-  for i = 4, 5 do context.log("warning", "step-" .. i) end
-  return "slow done"
-end)
-`;
 
 const config = (redis: string) => `
 hub_id: fleet
@@ -62,7 +37,7 @@ describe(
     before(async () => {
       fleet = await startRedisFleet({
         instances: 3,
-        plugins: { probe: PLUGIN },
+        plugins: { probe: PROBE_PLUGIN },
         config,
         nginx: true,
       });

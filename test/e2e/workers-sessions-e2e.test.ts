@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { MoonhubProcess } from '../helpers/moonhub-process.js';
 import { createSession, moonhubCli } from '../helpers/auth-hub.js';
-import { startWorkersHub, type WorkersHub } from '../helpers/cluster-fixture.js';
+import { PROBE_PLUGIN, startWorkersHub, type WorkersHub } from '../helpers/cluster-fixture.js';
 import {
   call,
   initializeSession,
@@ -17,31 +17,6 @@ import {
   sessionPost,
   type RawResponse,
 } from '../helpers/legacy-raw.js';
-
-const PLUGIN = `
-mcp.tool("probe.echo", { description = "echo" }, function() return "echoed" end)
-mcp.tool("probe.log", { description = "logs twice" }, function(params, context)
-  context.log("info", "info-line")
-  context.log("warning", "warning-line")
-  return "logged"
-end)
-mcp.tool("probe.touch", { description = "tells subscribers the resource changed" }, function()
-  mcp.resource_updated("probe://watched")
-  return "touched"
-end)
-mcp.resource("probe://watched", { name = "watched" }, function() return "w" end)
-mcp.tool("probe.ask", { description = "asks a name" }, function(params, context)
-  local a = context.elicit{ message = "name?",
-    requested_schema = { type = "object", properties = { name = { type = "string" } } } }
-  return "hello " .. tostring(a.content and a.content.name)
-end)
-mcp.tool("probe.slow", { description = "logs, waits, logs, answers" }, function(params, context)
-  for i = 1, 3 do context.log("warning", "step-" .. i); task.sleep(50) end
-  task.sleep(params.wait or 1500)
-  for i = 4, 5 do context.log("warning", "step-" .. i) end
-  return "slow done"
-end)
-`;
 
 const CONFIG = `
 hub_id: local
@@ -59,7 +34,7 @@ describe('serve --workers 2: 2025 sessions on both workers', () => {
   let token: string;
 
   before(async () => {
-    w = await startWorkersHub({ plugins: { probe: PLUGIN }, config: CONFIG });
+    w = await startWorkersHub({ plugins: { probe: PROBE_PLUGIN }, config: CONFIG });
     hub = w.hub;
     token = w.newToken();
   });
@@ -327,7 +302,7 @@ describe('serve --workers 2: cluster.limits.max_sessions bounds the sessions of 
 
   before(async () => {
     const w = await startWorkersHub({
-      plugins: { probe: PLUGIN },
+      plugins: { probe: PROBE_PLUGIN },
       config: CONFIG.replace(
         'cluster: { workers: 2 }',
         'cluster: { workers: 2, limits: { max_sessions: 2, idle_timeout_ms: 5000 } }',

@@ -156,3 +156,32 @@ export async function startWorkersHub(opts: {
       createSession(['--config', cfg, '--data', dir.data, '--agent', agent]).token,
   };
 }
+
+/**
+ * The probe plugin the 2025-session cluster and workers tests share: an echo, logs at two levels,
+ * a resource update, an elicitation, and a slow call that logs steps (for stream resumption).
+ */
+export const PROBE_PLUGIN = `
+mcp.tool("probe.echo", { description = "echo" }, function() return "echoed" end)
+mcp.tool("probe.log", { description = "logs twice" }, function(params, context)
+  context.log("info", "info-line")
+  context.log("warning", "warning-line")
+  return "logged"
+end)
+mcp.tool("probe.touch", { description = "tells subscribers the resource changed" }, function()
+  mcp.resource_updated("probe://watched")
+  return "touched"
+end)
+mcp.resource("probe://watched", { name = "watched" }, function() return "w" end)
+mcp.tool("probe.ask", { description = "asks a name" }, function(params, context)
+  local a = context.elicit{ message = "name?",
+    requested_schema = { type = "object", properties = { name = { type = "string" } } } }
+  return "hello " .. tostring(a.content and a.content.name)
+end)
+mcp.tool("probe.slow", { description = "logs, waits, logs, answers", timeout_ms = 70000 }, function(params, context)
+  for i = 1, 3 do context.log("warning", "step-" .. i); task.sleep(50) end
+  task.sleep(params.wait or 1500)
+  for i = 4, 5 do context.log("warning", "step-" .. i) end
+  return "slow done"
+end)
+`;
