@@ -19,6 +19,7 @@ import {
   rawRequest,
   sessionPost,
   type RawResponse,
+  openRawListen,
 } from '../helpers/legacy-raw.js';
 
 const PLUGIN = `mcp.tool("probe.echo", { description = "echo" }, function() return "echoed" end)\n`;
@@ -31,11 +32,6 @@ plugins: { dirs: [plugins] }
 agents: { worker: {} }
 cluster: { redis: "${redis}" }
 `;
-
-const META = {
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientCapabilities': {},
-};
 
 /**
  * Opens streams with `open` until every instance holds one, at most 12 tries. A stream landing
@@ -89,26 +85,7 @@ describe(
         },
         ping,
       );
-      const listens = await onEvery(
-        3,
-        async () => {
-          const listen = await rawRequest(mcp, {
-            method: 'POST',
-            token,
-            headers: { 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'subscriptions/listen' },
-            body: {
-              jsonrpc: '2.0',
-              id: 'listen',
-              method: 'subscriptions/listen',
-              params: { notifications: { toolsListChanged: true }, _meta: META },
-            },
-          });
-          assert.equal(listen.status, 200);
-          await listen.waitFor(/subscriptions\/acknowledged/);
-          return listen;
-        },
-        ping,
-      );
+      const listens = await onEvery(3, () => openRawListen(mcp, token), ping);
       streams.push(...gets, ...listens);
     });
     after(async () => {

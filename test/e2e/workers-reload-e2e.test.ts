@@ -15,6 +15,7 @@ import {
   rawRequest,
   sessionPost,
   type RawResponse,
+  openRawListen,
 } from '../helpers/legacy-raw.js';
 
 const PLUGIN = `mcp.tool("probe.echo", { description = "echo" }, function() return "echoed" end)\n`;
@@ -27,11 +28,6 @@ plugins: { dirs: [plugins] }
 agents: { worker: {} }
 cluster: { workers: 2 }
 `;
-
-const META = {
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientCapabilities': {},
-};
 
 /** Opens streams with `open` until both workers hold one (round-robin), at most 8. */
 async function onBothWorkers(open: () => Promise<RawResponse>): Promise<RawResponse[]> {
@@ -65,22 +61,7 @@ describe('serve --workers 2: a dashboard reload through one worker', () => {
       assert.equal(get.status, 200);
       return get;
     });
-    const listens = await onBothWorkers(async () => {
-      const listen = await rawRequest(hub.url, {
-        method: 'POST',
-        token,
-        headers: { 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'subscriptions/listen' },
-        body: {
-          jsonrpc: '2.0',
-          id: 'listen',
-          method: 'subscriptions/listen',
-          params: { notifications: { toolsListChanged: true }, _meta: META },
-        },
-      });
-      assert.equal(listen.status, 200);
-      await listen.waitFor(/subscriptions\/acknowledged/);
-      return listen;
-    });
+    const listens = await onBothWorkers(() => openRawListen(hub.url, token));
     streams.push(...gets, ...listens);
 
     writeFileSync(join(dir.plugins, 'probe.lua'), ADDED);

@@ -142,3 +142,30 @@ let nextId = 1;
 export function call(method: string, params: Record<string, unknown> = {}) {
   return { jsonrpc: '2.0', id: nextId++, method, params };
 }
+
+/**
+ * A 2026-07-28 `subscriptions/listen` stream for `tools/list_changed`, on a connection of its own
+ * (so a balancer picks its process), returned once acknowledged.
+ */
+export async function openRawListen(url: string, token: string | undefined): Promise<RawResponse> {
+  const listen = await rawRequest(url, {
+    method: 'POST',
+    token,
+    headers: { 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'subscriptions/listen' },
+    body: {
+      jsonrpc: '2.0',
+      id: 'listen',
+      method: 'subscriptions/listen',
+      params: {
+        notifications: { toolsListChanged: true },
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
+    },
+  });
+  if (listen.status !== 200) throw new Error(`listen answered ${listen.status}: ${listen.text()}`);
+  await listen.waitFor(/subscriptions\/acknowledged/);
+  return listen;
+}
