@@ -193,11 +193,12 @@ export class DirectCall implements RawExchange {
     this.onStreamEnd();
   }
 
-  onFail(err: Error, answered: boolean, reused: boolean): void {
+  onFail(err: Error, answered: boolean, retry: boolean): void {
     if (this.done) return;
     const code = (err as { code?: string }).code;
-    // A keep-alive socket the upstream closed as we wrote on it: the request never arrived.
-    if (reused && !answered && !this.resent && (code === 'ECONNRESET' || code === 'EPIPE')) {
+    // A keep-alive socket the upstream closed as we wrote on it, or a request pipelined behind an
+    // answer that announced `close`: the request was not processed (a sent call is never retried).
+    if (retry && !answered && !this.resent && (code === 'ECONNRESET' || code === 'EPIPE')) {
       this.resent = true;
       return this.post();
     }
