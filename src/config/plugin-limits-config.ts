@@ -15,6 +15,7 @@ export interface PluginLimitsConfig {
   upstreams?: number;
   write_bytes?: number;
   upstream_answer_bytes?: number;
+  upstream_pipeline?: number;
 }
 
 type CamelCase<S extends string> = S extends `${infer H}_${infer T}`

@@ -105,6 +105,7 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
     logger: opts.logger,
     maxUpstreams: limits.upstreams,
     answerBytes: limits.upstreamAnswerBytes,
+    pipelineDepth: limits.upstreamPipeline,
   });
   installChilkat(state, { root: opts.root });
 }

@@ -26,6 +26,8 @@ export interface PluginLimits {
   writeBytes: number;
   /** Bytes of one answer of a proxied upstream (`upstream_answer_bytes`): JSON body or one event. */
   upstreamAnswerBytes: number;
+  /** Requests to a proxied plain-http upstream written together on one socket (`upstream_pipeline`). */
+  upstreamPipeline: number;
 }
 
 export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
@@ -38,6 +40,7 @@ export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
   upstreams: 64,
   writeBytes: 64 * 1024 * 1024,
   upstreamAnswerBytes: 16 * 1024 * 1024,
+  upstreamPipeline: 8,
 };
 
 /** The config key of each limit, for error messages. */
@@ -51,6 +54,7 @@ export const PLUGIN_LIMIT_KEYS: Record<keyof PluginLimits, string> = {
   upstreams: 'plugin_limits.upstreams',
   writeBytes: 'plugin_limits.write_bytes',
   upstreamAnswerBytes: 'plugin_limits.upstream_answer_bytes',
+  upstreamPipeline: 'plugin_limits.upstream_pipeline',
 };
 
 export function resolvePluginLimits(given: Partial<PluginLimits> = {}): PluginLimits {

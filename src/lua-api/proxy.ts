@@ -22,6 +22,8 @@ export interface ProxyBindingOptions {
   maxUpstreams?: number;
   /** Bytes of one upstream answer (plugin_limits.upstream_answer_bytes; the default if absent). */
   answerBytes?: number;
+  /** Requests written together on one upstream socket (plugin_limits.upstream_pipeline). */
+  pipelineDepth?: number;
 }
 
 /** Longest a `mcp.proxy` call waits for the first import before returning `false, err`. */
@@ -138,6 +140,7 @@ export function installProxyApi(state: LuaState, opts: ProxyBindingOptions): voi
       pin: pin === true,
       forwardContext: forward !== false,
       answerBytes: opts.answerBytes,
+      pipelineDepth: opts.pipelineDepth,
     };
     const oauth = given.oauth;
     if (oauth === true || (typeof oauth === 'object' && oauth !== null && !Array.isArray(oauth))) {

@@ -27,7 +27,7 @@ import { continueAuth, oauthProvider, type OAuthSettings } from './oauth.js';
 import { createTransport, upstreamKind, type UpstreamKind } from './transports.js';
 import type { UpstreamRelay } from './relay.js';
 import { UpstreamError } from './upstream-error.js';
-import { RawHttpPool } from './raw-http.js';
+import { DEFAULT_PIPELINE_DEPTH, RawHttpPool } from './raw-http.js';
 import type { AbortWatch } from '../registry/types.js';
 
 export { UpstreamError } from './upstream-error.js';
@@ -63,6 +63,11 @@ export interface ConnectionOptions {
   maxBackoffMs?: number;
   /** Bytes of one answer on the direct path (JSON body or one event); default 16 MiB. */
   answerBytes?: number;
+  /**
+   * Plain-http upstreams: most requests of one event-loop turn written together on one socket
+   * (HTTP/1.1 pipelining, raw-http.ts); 1 sends each on its own. Default 8.
+   */
+  pipelineDepth?: number;
   /** OAuth to the upstream (HTTP): discovery, registration, a headless authorization. */
   oauth?: OAuthSettings;
   /** Asked for new credentials on 401/403; returning nothing gives up. */
@@ -288,6 +293,7 @@ export class UpstreamConnection {
       this.pool ??= new RawHttpPool(
         url.hostname.replace(/^\[(.*)\]$/, '$1'),
         Number(url.port) || 80,
+        this.opts.pipelineDepth ?? DEFAULT_PIPELINE_DEPTH,
       );
     return new DirectHttp(
       {

@@ -49,6 +49,8 @@ export interface ProxyOptions {
   backoffMs?: number;
   /** Bytes of one answer (plugin_limits.upstream_answer_bytes; default 16 MiB). */
   answerBytes?: number;
+  /** Requests written together on one socket (plugin_limits.upstream_pipeline; default 8). */
+  pipelineDepth?: number;
 }
 
 export interface ChangedTool {
@@ -213,6 +215,7 @@ export class UpstreamProxy {
       idleTimeoutMs: opts.idleTimeoutMs,
       backoffMs: opts.backoffMs,
       answerBytes: opts.answerBytes,
+      pipelineDepth: opts.pipelineDepth,
       oauth: opts.oauth,
       // applyDefaults: the SDK fills omitted fields of an accepted elicitation from the schema's
       // defaults (SEP-1034) before the answer goes upstream.

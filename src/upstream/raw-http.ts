@@ -154,7 +154,8 @@ export class RawHttpPool {
       line = this.idle.pop();
     // An idle socket does not keep the process alive (as node:http's Agent does it).
     if (line !== undefined) line.socket.ref();
-    line === undefined ? this.open().send(reqs, false) : line.send(reqs, true);
+    if (line === undefined) this.open().send(reqs, false);
+    else line.send(reqs, true);
   }
 
   /** A request not written yet, given up: it is simply not sent. */

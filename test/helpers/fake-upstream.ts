@@ -22,7 +22,11 @@ export type FakeMode =
   /** `fake.raw` sent as the body, `ID` replaced by the request's id (JSON). */
   | 'raw'
   /** An event stream whose answer event is `fake.raw` (`ID` replaced). */
-  | 'raw-sse';
+  | 'raw-sse'
+  /** The call's `arguments` as JSON text (concurrent calls matched to their answers). */
+  | 'echo'
+  /** Calls taken in pairs, each answered with the other's id (a server mixing up answers). */
+  | 'swap';
 
 export interface FakeUpstream {
   url: string;
@@ -42,6 +46,8 @@ export interface FakeUpstream {
   calls: Record<string, unknown>[];
   /** TCP connections accepted so far. */
   connections: number;
+  /** Requests that arrived while an earlier one on their connection was unanswered (pipelined). */
+  pipelined: number;
   /** Mode 'result': the tools/call result. */
   result?: unknown;
   /** Modes 'raw' and 'raw-sse': the answer's text, `ID` standing for the request's id. */
@@ -56,14 +62,22 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     requests: [],
     calls: [],
     connections: 0,
+    pipelined: 0,
     unknownSessionStatus: 404,
   } as unknown as FakeUpstream;
   const sessions = new Set<string>();
   let nextSession = 1;
   /** poll mode: the tools/call waiting for its GET. */
   let polled: unknown;
+  /** swap mode: the first call of a pair, waiting for the second. */
+  let swapped: { id: unknown; reply: (id: unknown) => void } | undefined;
   fake.forgetSessions = () => sessions.clear();
+  const waiting = new WeakMap<object, number>();
   const server = createServer((req, res) => {
+    const n = waiting.get(req.socket) ?? 0;
+    if (n > 0) fake.pipelined++;
+    waiting.set(req.socket, n + 1);
+    res.on('finish', () => waiting.set(req.socket, (waiting.get(req.socket) ?? 1) - 1));
     let body = '';
     req.on('data', (d: Buffer) => (body += d.toString()));
     req.on('end', () => {
@@ -139,6 +153,23 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
             } else {
               res.writeHead(200, { 'content-type': 'text/event-stream' });
               res.end(`event: message\ndata: ${text}\n\n`);
+            }
+            return;
+          }
+          if (fake.mode === 'echo') {
+            const text = JSON.stringify(msg.params?.arguments ?? {});
+            return reply({ content: [{ type: 'text', text }] });
+          }
+          if (fake.mode === 'swap') {
+            const answer = (id: unknown) => {
+              res.writeHead(200, { 'content-type': 'application/json' });
+              res.end(JSON.stringify({ jsonrpc: '2.0', id, result: { content: [] } }));
+            };
+            if (swapped === undefined) swapped = { id: msg.id, reply: answer };
+            else {
+              swapped.reply(msg.id);
+              answer(swapped.id);
+              swapped = undefined;
             }
             return;
           }

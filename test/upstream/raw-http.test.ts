@@ -12,7 +12,7 @@ import {
   type Server as TcpServer,
 } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { RawHttpPool, type RawExchange } from '../../src/upstream/raw-http.js';
+import { RawHttpPool, type RawExchange, type RawRequest } from '../../src/upstream/raw-http.js';
 
 interface Outcome {
   status?: number;
@@ -25,7 +25,17 @@ interface Outcome {
 
 /** One POST through `pool`; resolves when it ended or failed. */
 function post(pool: RawHttpPool, path = '/', body = '{}'): Promise<Outcome> {
-  return new Promise((resolve) => {
+  return postRaw(pool, path, body).done;
+}
+
+/** One POST, and its request (to cancel it). */
+function postRaw(
+  pool: RawHttpPool,
+  path = '/',
+  body = '{}',
+): { req: RawRequest; done: Promise<Outcome> } {
+  let req: RawRequest | undefined;
+  const done = new Promise<Outcome>((resolve) => {
     const out: Outcome = { body: '' };
     const chunks: Buffer[] = [];
     const x: RawExchange = {
@@ -43,12 +53,13 @@ function post(pool: RawHttpPool, path = '/', body = '{}'): Promise<Outcome> {
         resolve(out);
       },
     };
-    pool.post(
+    req = pool.post(
       `POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n`,
       body,
       x,
     );
   });
+  return { req: req!, done };
 }
 
 describe('the lean HTTP client', () => {
@@ -173,5 +184,182 @@ describe('the lean HTTP client and broken answers', () => {
     answer = { bytes: '', close: true };
     const none = await post(pool);
     assert.equal(none.answered, false, 'closed before any answer: the call may be retried');
+  });
+});
+
+/** Resolves after the pool's next write (requests of one turn go out in a setImmediate). */
+const written = () => new Promise((r) => setImmediate(r));
+const settled = (p: Promise<Outcome>, ms: number) =>
+  Promise.race([p, new Promise<'pending'>((r) => setTimeout(() => r('pending'), ms))]);
+
+describe('the lean HTTP client, pipelining', () => {
+  let server: Server;
+  let pool: RawHttpPool;
+  let connections = 0;
+  let closed = 0;
+  let pipelined = 0;
+  const seen: string[] = [];
+
+  before(async () => {
+    const waiting = new WeakMap<object, number>();
+    server = createServer((req, res) => {
+      const n = waiting.get(req.socket) ?? 0;
+      if (n > 0) pipelined++;
+      waiting.set(req.socket, n + 1);
+      res.on('finish', () => waiting.set(req.socket, (waiting.get(req.socket) ?? 1) - 1));
+      req.resume();
+      req.on('end', () => {
+        const path = req.url ?? '/';
+        seen.push(path);
+        const slow = /^\/slow\/(\d+)/.exec(path);
+        setTimeout(
+          () => res.writeHead(200, { 'content-type': 'text/plain' }).end(`ok ${path}`),
+          slow === null ? 0 : Number(slow[1]),
+        );
+      });
+    });
+    server.on('connection', (s) => {
+      connections++;
+      s.on('close', () => closed++);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    pool = new RawHttpPool('127.0.0.1', (server.address() as AddressInfo).port);
+    // The first answer shows the server keeps connections alive: pipelining starts after it.
+    assert.equal((await post(pool, '/prime')).body, 'ok /prime');
+  });
+
+  after(async () => {
+    pool.close();
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+
+  it('writes the requests of one turn on one socket and matches the answers in order', async () => {
+    const start = connections;
+    const before = pipelined;
+    const paths = ['/slow/150', '/a', '/slow/50', '/b', '/c'];
+    const all = await Promise.all(paths.map((p) => post(pool, p)));
+    assert.deepEqual(
+      all.map((o) => o.body),
+      paths.map((p) => `ok ${p}`),
+    );
+    assert.equal(connections, start, 'the idle socket carried all five');
+    assert.equal(pipelined - before, 4, 'four requests written behind the first');
+  });
+
+  it('spreads more requests than the depth over several sockets', async () => {
+    const own = new RawHttpPool('127.0.0.1', (server.address() as AddressInfo).port, 4);
+    await post(own, '/prime-own');
+    const start = connections;
+    const all = await Promise.all(Array.from({ length: 10 }, (_, i) => post(own, `/s${i}`)));
+    assert.deepEqual(
+      all.map((o) => o.body),
+      all.map((_, i) => `ok /s${i}`),
+    );
+    assert.equal(connections - start, 2, 'three sockets of at most 4 (one of them reused)');
+    own.close();
+  });
+
+  it('does not send a request cancelled before its turn ended', async () => {
+    const a = postRaw(pool, '/kept');
+    const b = postRaw(pool, '/never');
+    b.req.destroy();
+    assert.equal((await a.done).body, 'ok /kept');
+    assert.equal(await settled(b.done, 200), 'pending', 'no callback after destroy');
+    assert.ok(!seen.includes('/never'));
+  });
+
+  it('skips the answer of a cancelled request that others wait behind', async () => {
+    const a = postRaw(pool, '/slow/100');
+    const b = postRaw(pool, '/behind');
+    await written();
+    a.req.destroy();
+    assert.equal((await b.done).body, 'ok /behind');
+    assert.equal(await settled(a.done, 100), 'pending', 'no callback after destroy');
+  });
+
+  it('closes the socket of a cancelled request once nothing live shares it', async () => {
+    const a = postRaw(pool, '/slow/100');
+    const b = postRaw(pool, '/slow/5000');
+    await written();
+    const before = closed;
+    b.req.destroy();
+    assert.equal((await a.done).body, 'ok /slow/100');
+    for (let i = 0; i < 100 && closed === before; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(closed, before + 1, 'the server saw the socket close (the call is cancelled)');
+    const lone = postRaw(pool, '/slow/5000');
+    await written();
+    lone.req.destroy();
+    for (let i = 0; i < 100 && closed === before + 1; i++)
+      await new Promise((r) => setTimeout(r, 20));
+    assert.equal(closed, before + 2, 'a lone request cancelled closes its socket at once');
+  });
+});
+
+describe('the lean HTTP client, a pipeline cut short', () => {
+  let tcp: TcpServer;
+  let port: number;
+  /** What the server does once it has read `count` requests on a connection. */
+  let onRequests: (socket: import('node:net').Socket, count: number) => void = () => undefined;
+
+  before(async () => {
+    tcp = createTcpServer((socket) => {
+      socket.on('error', () => undefined);
+      let text = '';
+      socket.on('data', (d: Buffer) => {
+        text += d.toString('latin1');
+        onRequests(socket, text.split('POST ').length - 1);
+      });
+    });
+    await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));
+    port = (tcp.address() as AddressInfo).port;
+  });
+
+  after(async () => {
+    await new Promise<void>((r) => tcp.close(() => r()));
+  });
+
+  const OK = 'HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok';
+
+  /** A pool whose socket carried one answer (so it pipelines), then three requests on it. */
+  async function threeAfterOne(last: (socket: import('node:net').Socket) => void) {
+    const pool = new RawHttpPool('127.0.0.1', port);
+    onRequests = (socket, count) => {
+      if (count === 1) socket.write(OK);
+      if (count === 4) last(socket);
+    };
+    assert.equal((await post(pool)).body, 'ok');
+    const out = await Promise.all([post(pool), post(pool), post(pool)]);
+    pool.close();
+    return out;
+  }
+
+  it('fails the requests behind an answer when the connection drops, never retried', async () => {
+    const [first, second, third] = await threeAfterOne((s) => {
+      s.write(OK);
+      setTimeout(() => s.destroy(), 20);
+    });
+    assert.equal(first!.body, 'ok');
+    for (const o of [second!, third!]) {
+      assert.equal(o.error?.code, 'ECONNRESET');
+      assert.equal(o.answered, false);
+      assert.equal(o.reused, false, 'an answer came on the socket: they may have run');
+    }
+  });
+
+  it('lets the requests behind an answer that announced close go again', async () => {
+    const [first, second, third] = await threeAfterOne((s) =>
+      s.end('HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok'),
+    );
+    assert.equal(first!.body, 'ok');
+    for (const o of [second!, third!]) {
+      assert.equal(o.answered, false);
+      assert.equal(o.reused, true, 'RFC 9112 §9.6: not processed, may be retried');
+    }
+  });
+
+  it('lets a reused socket closed before any answer byte go again (the keep-alive race)', async () => {
+    const [a, b, c] = await threeAfterOne((s) => s.destroy());
+    for (const o of [a!, b!, c!]) assert.equal(o.reused, true);
   });
 });
