@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import {
   createServer as createTcpServer,
   type AddressInfo,
+  type Socket,
   type Server as TcpServer,
 } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -300,7 +301,7 @@ describe('the lean HTTP client, a pipeline cut short', () => {
   let tcp: TcpServer;
   let port: number;
   /** What the server does once it has read `count` requests on a connection. */
-  let onRequests: (socket: import('node:net').Socket, count: number) => void = () => undefined;
+  let onRequests: (socket: Socket, count: number) => void = () => undefined;
 
   before(async () => {
     tcp = createTcpServer((socket) => {
@@ -322,7 +323,7 @@ describe('the lean HTTP client, a pipeline cut short', () => {
   const OK = 'HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok';
 
   /** A pool whose socket carried one answer (so it pipelines), then three requests on it. */
-  async function threeAfterOne(last: (socket: import('node:net').Socket) => void) {
+  async function threeAfterOne(last: (socket: Socket) => void) {
     const pool = new RawHttpPool('127.0.0.1', port);
     onRequests = (socket, count) => {
       if (count === 1) socket.write(OK);
