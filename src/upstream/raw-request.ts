@@ -24,6 +24,7 @@ export interface RawExchange {
 /** Longest answer head read (node:http's default is 16 KiB). */
 const MAX_HEAD = 64 * 1024;
 const CRLFCRLF = Buffer.from('\r\n\r\n');
+const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: (.*))?$/;
 const EMPTY = Buffer.alloc(0);
 
 type Body = 'length' | 'chunked' | 'close';
@@ -103,8 +104,10 @@ export class RawRequest {
       return undefined;
     }
     this.pending = undefined;
-    const lines = all.toString('latin1', 0, end).split('\r\n');
-    const m = /^HTTP\/1\.([01]) (\d{3})(?: (.*))?$/.exec(lines[0]!);
+    const head = all.toString('latin1', 0, end);
+    let eol = head.indexOf('\r\n');
+    if (eol < 0) eol = head.length;
+    const m = STATUS_LINE.exec(eol === head.length ? head : head.slice(0, eol));
     if (m === null) {
       this.broken('not an HTTP/1.x answer');
       return undefined;
@@ -118,21 +121,29 @@ export class RawRequest {
     let chunked = false;
     this.keep = m[1] === '1';
     this.announcedClose = !this.keep;
-    for (let i = 1; i < lines.length; i++) {
-      const line = lines[i]!;
-      const colon = line.indexOf(':');
-      if (colon <= 0) continue;
-      const name = line.slice(0, colon).trim().toLowerCase();
-      const value = line.slice(colon + 1).trim();
-      if (name === 'content-type') type = value;
-      else if (name === 'content-length') length = /^\d+$/.test(value) ? Number(value) : NaN;
-      else if (name === 'transfer-encoding') chunked = /(^|,)\s*chunked\s*$/i.test(value);
-      else if (name === 'connection') {
-        const v = value.toLowerCase();
-        if (v.includes('close')) this.keep = false;
-        else if (v.includes('keep-alive') && m[1] === '0') this.keep = true;
-        this.announcedClose = !this.keep;
+    // Only Content-Type, Content-Length, Transfer-Encoding and Connection matter: other lines
+    // (Date, Keep-Alive, session ids...) are passed over without being cut out.
+    for (let at = eol + 2; at < head.length;) {
+      let next = head.indexOf('\r\n', at);
+      if (next < 0) next = head.length;
+      const first = head.charCodeAt(at) | 0x20;
+      if (first === 99 /* c */ || first === 116 /* t */) {
+        const colon = head.indexOf(':', at);
+        if (colon > at && colon < next) {
+          const name = head.slice(at, colon).trim().toLowerCase();
+          const value = head.slice(colon + 1, next).trim();
+          if (name === 'content-type') type = value;
+          else if (name === 'content-length') length = /^\d+$/.test(value) ? Number(value) : NaN;
+          else if (name === 'transfer-encoding') chunked = /(^|,)\s*chunked\s*$/i.test(value);
+          else if (name === 'connection') {
+            const v = value.toLowerCase();
+            if (v.includes('close')) this.keep = false;
+            else if (v.includes('keep-alive') && m[1] === '0') this.keep = true;
+            this.announcedClose = !this.keep;
+          }
+        }
       }
+      at = next + 2;
     }
     if (length !== undefined && Number.isNaN(length)) {
       this.broken('a bad Content-Length');
