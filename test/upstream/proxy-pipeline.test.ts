@@ -96,21 +96,27 @@ describe('pipelined proxied calls', () => {
     // A first call: the upstream shows it keeps connections alive (pipelining starts after it).
     await modernCall(hub, { n: -1 });
     for (const era of ['2026-07-28', '2025 session'] as const) {
-      const before = fake.connections;
       const pipelined = fake.pipelined;
       const n = 24;
-      const all = await Promise.all(
-        Array.from({ length: n }, (_, i) =>
-          era === '2026-07-28' ? modernCall(hub, { n: i }) : legacyCallOf(hub, session, { n: i }),
-        ),
-      );
-      assert.deepEqual(
-        all.map((r) => r.content[0]?.text),
-        all.map((_, i) => JSON.stringify({ n: i })),
-        `${era}: each call its own answer`,
-      );
-      const opened = fake.connections - before;
-      assert.ok(opened < n, `${era}: ${opened} upstream connections for ${n} calls`);
+      // Calls are pipelined when they reach the hub in one turn of its event loop; on a loaded
+      // machine one wave may arrive spread out, so up to five waves (each checked in full).
+      for (let wave = 0; wave < 5 && fake.pipelined === pipelined; wave++) {
+        const before = fake.connections;
+        const all = await Promise.all(
+          Array.from({ length: n }, (_, i) =>
+            era === '2026-07-28'
+              ? modernCall(hub, { n: i, wave })
+              : legacyCallOf(hub, session, { n: i, wave }),
+          ),
+        );
+        assert.deepEqual(
+          all.map((r) => r.content[0]?.text),
+          all.map((_, i) => JSON.stringify({ n: i, wave })),
+          `${era}: each call its own answer`,
+        );
+        const opened = fake.connections - before;
+        assert.ok(opened < n, `${era}: ${opened} upstream connections for ${n} calls`);
+      }
       assert.ok(fake.pipelined > pipelined, `${era}: calls were pipelined`);
     }
   });
