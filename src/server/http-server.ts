@@ -10,7 +10,7 @@ import type { Registry } from '../registry/registry.js';
 import type { EntryKind } from '../registry/types.js';
 import { createMcpDispatcher, type McpDispatcher } from './dispatcher.js';
 import { BodyReader } from './http-body.js';
-import { accepted, headerOf, respond, sendError, sendJson } from './http-reply.js';
+import { accepted, headerOf, respond, respondAnswer, sendError, sendJson } from './http-reply.js';
 import type {
   AuthVerdict,
   HttpHandlerOptions,
@@ -19,7 +19,7 @@ import type {
   McpHttpHandler,
 } from './http-options.js';
 import type { HttpRoute } from './http-routes.js';
-import { Inbound, type InboundFacts, type SessionSource } from './inbound.js';
+import { Inbound, type Decision, type InboundFacts, type SessionSource } from './inbound.js';
 import {
   serializeNotification,
   serializeWireError,
@@ -218,14 +218,31 @@ class HttpTransport implements McpHttpHandler, SessionSource {
       sendError(res, wireError('parse_error'));
       return;
     }
-    this.post(req, res, body).catch((err: unknown) => this.internalFailure(res, err));
-  }
-
-  private async post(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
     // Cluster modes: the session may have been opened (or changed) by another process.
     const sid = this.sessions.shared === undefined ? undefined : headerOf(req, 'mcp-session-id');
-    if (sid !== undefined && sid !== '') await this.sessions.shared!.load(sid);
-    const decision = this.inbound.decide(body, new HttpFacts(req), this);
+    if (sid !== undefined && sid !== '') {
+      this.sessions.shared!.load(sid).then(
+        () => this.post(req, res, body),
+        (err: unknown) => this.internalFailure(res, err),
+      );
+      return;
+    }
+    this.post(req, res, body);
+  }
+
+  /**
+   * Decides one parsed body and sends it on its way. Synchronous up to the dispatch: a single
+   * request costs one promise of ours (the dispatcher's answer), not an async frame per layer.
+   */
+  private post(req: IncomingMessage, res: ServerResponse, body: unknown): void {
+    try {
+      this.decided(req, res, this.inbound.decide(body, new HttpFacts(req), this));
+    } catch (err) {
+      this.internalFailure(res, err);
+    }
+  }
+
+  private decided(req: IncomingMessage, res: ServerResponse, decision: Decision): void {
     // Draining: answers to server requests and notifications still get through (calls in
     // flight may wait on them); new work is refused.
     if (
@@ -242,35 +259,79 @@ class HttpTransport implements McpHttpHandler, SessionSource {
       case 'listen':
         return this.listen(req, res, decision.msg, decision.scope);
       case 'request':
-        return this.answer(req, res, decision.msg, decision.scope);
-      case 'batch': {
-        const session = decision.scope.session as LegacySession;
-        const out = this.inbound.runBatch(
-          decision,
-          () => new PostResponseChannel(res, req, session, this.dispatcher.flow, false),
-        );
-        if (out === undefined) return accepted(res);
-        const joined = await out;
-        await this.commit(session);
-        if (!res.destroyed) respond(req, res, joined, { 'Mcp-Session-Id': session.id });
+        return this.answer(req, res, decision);
+      case 'batch':
+        this.batch(req, res, decision).catch((err: unknown) => this.internalFailure(res, err));
         return;
-      }
     }
   }
 
-  private async answer(
+  private async batch(
     req: IncomingMessage,
     res: ServerResponse,
-    msg: JsonRpcRequest,
-    scope: RequestScope,
+    decision: Extract<Decision, { kind: 'batch' }>,
   ): Promise<void> {
+    const session = decision.scope.session as LegacySession;
+    const out = this.inbound.runBatch(
+      decision,
+      () => new PostResponseChannel(res, req, session, this.dispatcher.flow, false),
+    );
+    if (out === undefined) return accepted(res);
+    const joined = await out;
+    await this.commit(session);
+    if (!res.destroyed) respond(req, res, joined, { 'Mcp-Session-Id': session.id });
+  }
+
+  private answer(
+    req: IncomingMessage,
+    res: ServerResponse,
+    decision: Extract<Decision, { kind: 'request' }>,
+  ): void {
+    const { msg, scope } = decision;
     const session = scope.session as LegacySession | undefined;
     const channel = new PostResponseChannel(res, req, session, this.dispatcher.flow, true, msg.id);
-    const out = await this.inbound.dispatch({ msg, scope }, channel);
+    const out = this.inbound.dispatch(decision, channel);
     if (session !== undefined && this.sessions.shared !== undefined) {
-      const refused = await this.commit(session);
-      if (refused !== undefined && !channel.streaming) return sendError(res, refused, msg.id);
+      this.answerShared(req, res, decision, channel, out).catch((err: unknown) =>
+        this.internalFailure(res, err),
+      );
+      return;
     }
+    out.then(
+      (json) => {
+        try {
+          this.reply(req, res, scope, channel, json);
+        } catch (err) {
+          this.internalFailure(res, err);
+        }
+      },
+      (err: unknown) => this.internalFailure(res, err),
+    );
+  }
+
+  /** Cluster modes: the session's changes are committed to the shared records before the answer. */
+  private async answerShared(
+    req: IncomingMessage,
+    res: ServerResponse,
+    decision: Extract<Decision, { kind: 'request' }>,
+    channel: PostResponseChannel,
+    pending: Promise<string>,
+  ): Promise<void> {
+    const out = await pending;
+    const refused = await this.commit(decision.scope.session as LegacySession);
+    if (refused !== undefined && !channel.streaming)
+      return sendError(res, refused, decision.msg.id);
+    this.reply(req, res, decision.scope, channel, out);
+  }
+
+  /** Writes one request's answer: the stream's last event, or the JSON (or one-event SSE) reply. */
+  private reply(
+    req: IncomingMessage,
+    res: ServerResponse,
+    scope: RequestScope,
+    channel: PostResponseChannel,
+    out: string,
+  ): void {
     if (channel.streaming) return channel.finish(out);
     if (res.destroyed) return;
     // 2026-07-28 over HTTP: some error codes carry their own status (404, 400).
@@ -278,7 +339,7 @@ class HttpTransport implements McpHttpHandler, SessionSource {
       const status = modernStatusOf(channel.errorCode);
       if (status !== 200) return sendJson(res, status, out);
     }
-    respond(req, res, out, session === undefined ? undefined : { 'Mcp-Session-Id': session.id });
+    respondAnswer(req, res, out, (scope.session as LegacySession | undefined)?.id);
   }
 
   /** Cluster modes: writes what a request changed in its session to the shared records. */
