@@ -99,7 +99,11 @@ export function respondAnswer(
   sessionId: string | undefined,
 ): void {
   if (wantsSse(req))
-    writeSingleEventResponse(res, out, sessionId === undefined ? {} : { 'Mcp-Session-Id': sessionId });
+    writeSingleEventResponse(
+      res,
+      out,
+      sessionId === undefined ? {} : { 'Mcp-Session-Id': sessionId },
+    );
   else sendJsonAnswer(res, 200, out, sessionId);
 }
 
