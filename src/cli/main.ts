@@ -31,7 +31,7 @@ import { endpointUrl } from '../config/settings.js';
 import { performanceOptionsOf } from '../config/performance-config.js';
 import type { Cluster } from '../cluster/index.js';
 import { runPrimary, workerSlot } from '../cluster/primary.js';
-import { announce, openServeCluster, sharedSessions } from './serve-cluster.js';
+import { announce, instanceHeaders, openServeCluster, sharedSessions } from './serve-cluster.js';
 import { bridgeResourceUpdates } from '../cluster/registry-bridge.js';
 import { Drain } from '../server/drain.js';
 import { drainMsOf } from '../config/shutdown-config.js';
@@ -267,6 +267,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
       httpOpts.refused,
     ),
     drain,
+    responseHeaders: instanceHeaders(cluster),
   });
   access.listening(http.url, http.handler);
   announce(http, hub.registry.countTools(), cluster);

@@ -58,6 +58,11 @@ export function sharedSessions(
   });
 }
 
+/** Which process answered: for operators checking their load balancer (and the tests). */
+export function instanceHeaders(cluster: Cluster | undefined): Record<string, string> | undefined {
+  return cluster === undefined ? undefined : { 'X-Moonhub-Instance': cluster.instanceId };
+}
+
 /** The ready line on stderr (tests and scripts wait for it); a worker's names its pid. */
 export function announce(
   http: { url: string; server: Server },
@@ -65,11 +70,6 @@ export function announce(
   cluster: Cluster | undefined,
 ): void {
   const slot = workerSlot();
-  if (cluster !== undefined) {
-    // Which process answered: for operators checking their load balancer (and the tests).
-    const id = cluster.instanceId;
-    http.server.prependListener('request', (_req, res) => res.setHeader('X-Moonhub-Instance', id));
-  }
   process.stderr.write(
     slot === undefined
       ? `moonhub: serving MCP at ${http.url} (${tools} tools${cluster === undefined ? '' : `, instance ${cluster.instanceId}`})\n`

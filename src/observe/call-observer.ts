@@ -73,7 +73,12 @@ function nameOf(method: string, params: Record<string, unknown>): string | undef
 
 /** Reads the outcome off the serialised response without parsing all of it. */
 export function outcomeOf(method: string, id: unknown, out: string): Omit<CallEnd, 'durationMs'> {
-  const at = RESPONSE_HEAD + (JSON.stringify(id ?? null)?.length ?? 4) + 1;
+  // A whole-number id (what clients send) is its own JSON; anything else is measured as JSON.
+  const idLength =
+    typeof id === 'number' && Number.isSafeInteger(id)
+      ? String(id).length
+      : (JSON.stringify(id ?? null)?.length ?? 4);
+  const at = RESPONSE_HEAD + idLength + 1;
   if (out.startsWith('"error"', at)) {
     const head = out.slice(at, at + 2 * ERROR_MESSAGE_MAX);
     const code = /"code":(-?\d+)/.exec(head);
@@ -127,22 +132,37 @@ export function observeDispatcher(
       params,
       startedAt,
     };
-    const ends: ((end: CallEnd) => void)[] = [];
+    // One observer (the metrics alone, the usual case) needs no array of ends per call.
+    let only: ((end: CallEnd) => void) | undefined;
+    let ends: ((end: CallEnd) => void)[] | undefined;
     for (const o of observers) {
       const end = o.start(call);
-      if (end !== undefined) ends.push(end);
+      if (end === undefined) continue;
+      if (only === undefined && ends === undefined) only = end;
+      else {
+        ends ??= [only!];
+        ends.push(end);
+        only = undefined;
+      }
     }
-    const finish = (out: string): string => {
+    const pending =
+      tracer === undefined
+        ? inner.handleRequest(msg, scope, abort)
+        : tracer.around(
+            call,
+            msg as JsonRpcRequest,
+            () => inner.handleRequest(msg, scope, abort),
+            outcomeOf,
+          );
+    if (only === undefined && ends === undefined) return pending;
+    return pending.then((out: string): string => {
       // outcomeOf makes a fresh object; completing it saves a copy per call.
       const end = outcomeOf(method, msg.id, out) as CallEnd;
       end.durationMs = performance.now() - t0;
-      for (const e of ends) e(end);
+      if (only !== undefined) only(end);
+      else for (const e of ends!) e(end);
       return out;
-    };
-    const run = () => inner.handleRequest(msg, scope, abort);
-    const pending =
-      tracer === undefined ? run() : tracer.around(call, msg as JsonRpcRequest, run, outcomeOf);
-    return ends.length === 0 ? pending : pending.then(finish);
+    });
   };
   return {
     get registry() {

@@ -41,6 +41,11 @@ export interface HttpServerOptions extends HttpHandlerOptions {
   otherRoutes?: (req: IncomingMessage, res: ServerResponse) => boolean;
   /** Port (default 0: any free port). */
   port?: number;
+  /**
+   * Headers on every response of this server, MCP endpoint and operator routes alike (the
+   * cluster modes' `X-Moonhub-Instance`); written with each head, not set per request.
+   */
+  responseHeaders?: Record<string, string>;
 }
 
 export interface McpHttpHandler {

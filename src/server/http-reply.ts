@@ -24,6 +24,27 @@ export function sendJson(
   res.end(body);
 }
 
+/**
+ * The hot path's JSON answer (a tools/call's result): head and body in one `writeHead` + `end`,
+ * the headers as a flat array (Node walks it without the `for...in` and own-property checks an
+ * object costs) and nothing else per answer.
+ */
+export function sendJsonAnswer(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  sessionId: string | undefined,
+): void {
+  const length = String(Buffer.byteLength(body));
+  res.writeHead(
+    status,
+    sessionId === undefined
+      ? ['Content-Type', 'application/json', 'Content-Length', length]
+      : ['Content-Type', 'application/json', 'Content-Length', length, 'Mcp-Session-Id', sessionId],
+  );
+  res.end(body);
+}
+
 /** Answers with a registered error at its HTTP status. */
 export function sendError(
   res: ServerResponse,
@@ -68,6 +89,22 @@ export function respond(
 ): void {
   if (wantsSse(req)) writeSingleEventResponse(res, out, headers);
   else sendJson(res, 200, out, headers);
+}
+
+/** `respond` for the answer of one request: at most a session id besides the body. */
+export function respondAnswer(
+  req: IncomingMessage,
+  res: ServerResponse,
+  out: string,
+  sessionId: string | undefined,
+): void {
+  if (wantsSse(req))
+    writeSingleEventResponse(
+      res,
+      out,
+      sessionId === undefined ? {} : { 'Mcp-Session-Id': sessionId },
+    );
+  else sendJsonAnswer(res, 200, out, sessionId);
 }
 
 export function accepted(res: ServerResponse): void {

@@ -7,10 +7,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { wireError, WireError, modernStatusOf } from '../errors.js';
 import type { Registry } from '../registry/registry.js';
-import type { EntryKind } from '../registry/types.js';
 import { createMcpDispatcher, type McpDispatcher } from './dispatcher.js';
 import { BodyReader } from './http-body.js';
-import { accepted, headerOf, respond, sendError, sendJson } from './http-reply.js';
+import { accepted, headerOf, respond, respondAnswer, sendError, sendJson } from './http-reply.js';
 import type {
   AuthVerdict,
   HttpHandlerOptions,
@@ -19,7 +18,7 @@ import type {
   McpHttpHandler,
 } from './http-options.js';
 import type { HttpRoute } from './http-routes.js';
-import { Inbound, type InboundFacts, type SessionSource } from './inbound.js';
+import { Inbound, type Decision, type InboundFacts, type SessionSource } from './inbound.js';
 import {
   serializeNotification,
   serializeWireError,
@@ -27,13 +26,14 @@ import {
   type JsonRpcRequest,
 } from './jsonrpc.js';
 import { LegacySessionStore, type LegacySession } from './legacy-sessions.js';
-import { ALL_KINDS, LIST_CHANGED_METHOD, ListChangedFanout } from './list-changed.js';
+import { ListChangedFanout } from './list-changed.js';
 import { Listens } from './listen.js';
 import { createRequestGuard } from './origin.js';
 import { PostResponseChannel } from './post-channel.js';
 import { DEFAULT_MAX_BODY_BYTES, LEGACY_PROTOCOL_VERSIONS } from './protocol.js';
 import type { RequestScope, SessionLayer } from './session.js';
 import { SseStream } from './sse.js';
+import { handleDelete, handleGet, type SessionRequests } from './http-session-requests.js';
 
 export { DEFAULT_MAX_BODY_BYTES };
 export type {
@@ -47,12 +47,6 @@ export type {
 
 const PRINCIPAL = Symbol('moonhub.principal');
 type AuthedRequest = IncomingMessage & { [PRINCIPAL]?: string };
-
-const LEGACY_NOTES: Record<EntryKind, string> = {
-  tools: serializeNotification(LIST_CHANGED_METHOD.tools),
-  prompts: serializeNotification(LIST_CHANGED_METHOD.prompts),
-  resources: serializeNotification(LIST_CHANGED_METHOD.resources),
-};
 
 /** The facts of one HTTP request, as the inbound layer reads them. */
 class HttpFacts implements InboundFacts {
@@ -80,7 +74,7 @@ function isJsonContentType(ct: string | undefined): boolean {
 }
 
 /** The HTTP transport of one server: a request handler over the inbound layer. */
-class HttpTransport implements McpHttpHandler, SessionSource {
+class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
   readonly dispatcher: McpDispatcher;
   readonly sessions: SessionLayer;
   /** Open `subscriptions/listen` streams (for metrics). */
@@ -149,9 +143,9 @@ class HttpTransport implements McpHttpHandler, SessionSource {
           this.body.read(req, res);
           return;
         case 'GET':
-          return this.handleGet(req, res);
+          return handleGet(this, req, res);
         case 'DELETE':
-          return this.handleDelete(req, res);
+          return handleDelete(this, req, res);
         default:
           sendError(res, wireError('method_not_allowed'), null, { Allow: 'GET, POST, DELETE' });
           req.resume();
@@ -202,7 +196,7 @@ class HttpTransport implements McpHttpHandler, SessionSource {
     this.handle(req, res);
   }
 
-  private internalFailure(res: ServerResponse, err: unknown): void {
+  internalFailure(res: ServerResponse, err: unknown): void {
     this.opts.onError?.(err);
     if (!res.headersSent) sendError(res, wireError('internal_error'));
     else res.destroy();
@@ -218,14 +212,31 @@ class HttpTransport implements McpHttpHandler, SessionSource {
       sendError(res, wireError('parse_error'));
       return;
     }
-    this.post(req, res, body).catch((err: unknown) => this.internalFailure(res, err));
-  }
-
-  private async post(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
     // Cluster modes: the session may have been opened (or changed) by another process.
     const sid = this.sessions.shared === undefined ? undefined : headerOf(req, 'mcp-session-id');
-    if (sid !== undefined && sid !== '') await this.sessions.shared!.load(sid);
-    const decision = this.inbound.decide(body, new HttpFacts(req), this);
+    if (sid !== undefined && sid !== '') {
+      this.sessions.shared!.load(sid).then(
+        () => this.post(req, res, body),
+        (err: unknown) => this.internalFailure(res, err),
+      );
+      return;
+    }
+    this.post(req, res, body);
+  }
+
+  /**
+   * Decides one parsed body and sends it on its way. Synchronous up to the dispatch: a single
+   * request costs one promise of ours (the dispatcher's answer), not an async frame per layer.
+   */
+  private post(req: IncomingMessage, res: ServerResponse, body: unknown): void {
+    try {
+      this.decided(req, res, this.inbound.decide(body, new HttpFacts(req), this));
+    } catch (err) {
+      this.internalFailure(res, err);
+    }
+  }
+
+  private decided(req: IncomingMessage, res: ServerResponse, decision: Decision): void {
     // Draining: answers to server requests and notifications still get through (calls in
     // flight may wait on them); new work is refused.
     if (
@@ -242,35 +253,79 @@ class HttpTransport implements McpHttpHandler, SessionSource {
       case 'listen':
         return this.listen(req, res, decision.msg, decision.scope);
       case 'request':
-        return this.answer(req, res, decision.msg, decision.scope);
-      case 'batch': {
-        const session = decision.scope.session as LegacySession;
-        const out = this.inbound.runBatch(
-          decision,
-          () => new PostResponseChannel(res, req, session, this.dispatcher.flow, false),
-        );
-        if (out === undefined) return accepted(res);
-        const joined = await out;
-        await this.commit(session);
-        if (!res.destroyed) respond(req, res, joined, { 'Mcp-Session-Id': session.id });
+        return this.answer(req, res, decision);
+      case 'batch':
+        this.batch(req, res, decision).catch((err: unknown) => this.internalFailure(res, err));
         return;
-      }
     }
   }
 
-  private async answer(
+  private async batch(
     req: IncomingMessage,
     res: ServerResponse,
-    msg: JsonRpcRequest,
-    scope: RequestScope,
+    decision: Extract<Decision, { kind: 'batch' }>,
   ): Promise<void> {
+    const session = decision.scope.session as LegacySession;
+    const out = this.inbound.runBatch(
+      decision,
+      () => new PostResponseChannel(res, req, session, this.dispatcher.flow, false),
+    );
+    if (out === undefined) return accepted(res);
+    const joined = await out;
+    await this.commit(session);
+    if (!res.destroyed) respond(req, res, joined, { 'Mcp-Session-Id': session.id });
+  }
+
+  private answer(
+    req: IncomingMessage,
+    res: ServerResponse,
+    decision: Extract<Decision, { kind: 'request' }>,
+  ): void {
+    const { msg, scope } = decision;
     const session = scope.session as LegacySession | undefined;
     const channel = new PostResponseChannel(res, req, session, this.dispatcher.flow, true, msg.id);
-    const out = await this.inbound.dispatch({ msg, scope }, channel);
+    const out = this.inbound.dispatch(decision, channel);
     if (session !== undefined && this.sessions.shared !== undefined) {
-      const refused = await this.commit(session);
-      if (refused !== undefined && !channel.streaming) return sendError(res, refused, msg.id);
+      this.answerShared(req, res, decision, channel, out).catch((err: unknown) =>
+        this.internalFailure(res, err),
+      );
+      return;
     }
+    out.then(
+      (json) => {
+        try {
+          this.reply(req, res, scope, channel, json);
+        } catch (err) {
+          this.internalFailure(res, err);
+        }
+      },
+      (err: unknown) => this.internalFailure(res, err),
+    );
+  }
+
+  /** Cluster modes: the session's changes are committed to the shared records before the answer. */
+  private async answerShared(
+    req: IncomingMessage,
+    res: ServerResponse,
+    decision: Extract<Decision, { kind: 'request' }>,
+    channel: PostResponseChannel,
+    pending: Promise<string>,
+  ): Promise<void> {
+    const out = await pending;
+    const refused = await this.commit(decision.scope.session as LegacySession);
+    if (refused !== undefined && !channel.streaming)
+      return sendError(res, refused, decision.msg.id);
+    this.reply(req, res, decision.scope, channel, out);
+  }
+
+  /** Writes one request's answer: the stream's last event, or the JSON (or one-event SSE) reply. */
+  private reply(
+    req: IncomingMessage,
+    res: ServerResponse,
+    scope: RequestScope,
+    channel: PostResponseChannel,
+    out: string,
+  ): void {
     if (channel.streaming) return channel.finish(out);
     if (res.destroyed) return;
     // 2026-07-28 over HTTP: some error codes carry their own status (404, 400).
@@ -278,7 +333,7 @@ class HttpTransport implements McpHttpHandler, SessionSource {
       const status = modernStatusOf(channel.errorCode);
       if (status !== 200) return sendJson(res, status, out);
     }
-    respond(req, res, out, session === undefined ? undefined : { 'Mcp-Session-Id': session.id });
+    respondAnswer(req, res, out, (scope.session as LegacySession | undefined)?.id);
   }
 
   /** Cluster modes: writes what a request changed in its session to the shared records. */
@@ -338,107 +393,11 @@ class HttpTransport implements McpHttpHandler, SessionSource {
     return session;
   }
 
-  private sessionOf(req: IncomingMessage, res: ServerResponse): LegacySession | undefined {
+  sessionOf(req: IncomingMessage, res: ServerResponse): LegacySession | undefined {
     const found = this.find(new HttpFacts(req));
     if (!(found instanceof WireError)) return found;
     sendError(res, found);
     return undefined;
-  }
-
-  // ---- GET / DELETE --------------------------------------------------------------------------
-
-  private handleGet(req: IncomingMessage, res: ServerResponse): void {
-    const sid = headerOf(req, 'mcp-session-id');
-    // No session: 2026-07-28 clients use subscriptions/listen instead of a standalone stream.
-    if (sid === undefined || sid === '')
-      return sendError(res, wireError('get_without_session'), null, { Allow: 'POST' });
-    if (!(req.headers.accept ?? '').includes('text/event-stream'))
-      return sendError(res, wireError('not_acceptable'));
-    const shared = this.sessions.shared;
-    if (shared === undefined) return this.openGet(req, res);
-    shared.load(sid).then(
-      () => this.openGet(req, res),
-      (err: unknown) => this.internalFailure(res, err),
-    );
-  }
-
-  private openGet(req: IncomingMessage, res: ServerResponse): void {
-    const session = this.sessionOf(req, res);
-    if (session === undefined) return;
-    const lastEventId = headerOf(req, 'last-event-id');
-    if (lastEventId !== undefined) {
-      const found = session.resumable?.find(lastEventId);
-      if (found === undefined && this.sessions.shared !== undefined) {
-        // Cluster modes: the stream may be another process's; its events are in the shared log.
-        this.sessions.shared
-          .resume(res, session.id, lastEventId, { 'Mcp-Session-Id': session.id })
-          .then(
-            (refused) => {
-              if (refused !== undefined) sendError(res, refused);
-            },
-            (err: unknown) => this.internalFailure(res, err),
-          );
-        return;
-      }
-      if (found === undefined)
-        return sendError(res, wireError('resume_not_found', { event: lastEventId }));
-      found.stream.resume(res, found.seq, { 'Mcp-Session-Id': session.id });
-      return;
-    }
-    if (session.stream !== undefined && !session.stream.closed)
-      return sendError(res, wireError('stream_conflict'));
-    let removeSink: (() => void) | undefined = undefined;
-    let leave: (() => void) | undefined = undefined;
-    const stream = new SseStream(
-      res,
-      { 'Mcp-Session-Id': session.id },
-      () => {
-        removeSink?.();
-        leave?.();
-        // Not client activity: the idle clock runs from the client's last message.
-        if (session.stream === stream) session.stream = undefined;
-      },
-      this.dispatcher.flow,
-    );
-    session.stream = stream;
-    removeSink = this.fanout.add({
-      kinds: ALL_KINDS,
-      principal: session.principal,
-      sessionId: session.id,
-      deliver: (kind) => stream.send(LEGACY_NOTES[kind]),
-    });
-    leave = this.sessions.shared?.openStream(session);
-  }
-
-  private handleDelete(req: IncomingMessage, res: ServerResponse): void {
-    const shared = this.sessions.shared;
-    const sid = headerOf(req, 'mcp-session-id');
-    if (shared === undefined || sid === undefined || sid === '')
-      return this.deleteSession(req, res);
-    shared.load(sid).then(
-      () => this.deleteSession(req, res),
-      (err: unknown) => this.internalFailure(res, err),
-    );
-  }
-
-  private deleteSession(req: IncomingMessage, res: ServerResponse): void {
-    const session = this.sessionOf(req, res);
-    if (session === undefined) return;
-    const shared = this.sessions.shared;
-    if (shared !== undefined) {
-      // Cluster modes: the record is gone and every process told before the client hears 200.
-      shared.end(session.id).then(
-        () => {
-          res.writeHead(200);
-          res.end();
-        },
-        (err: unknown) => this.internalFailure(res, err),
-      );
-      return;
-    }
-    this.sessions.delete(session.id);
-    res.writeHead(200);
-    res.end();
   }
 
   close(): void {

@@ -9,6 +9,7 @@ import type { HttpServerHandle, HttpServerOptions } from './http-options.js';
 import { createMcpHttpHandler } from './http-server.js';
 import { HttpRoutes } from './http-routes.js';
 import { createRequestGuard } from './origin.js';
+import { stampedResponse } from './stamped-response.js';
 
 /** Starts an HTTP server with the MCP endpoint; binds 127.0.0.1 unless told otherwise. */
 export function startHttpServer(
@@ -19,12 +20,16 @@ export function startHttpServer(
   const routes = new HttpRoutes(createRequestGuard(opts), opts.onError);
   for (const route of opts.routes ?? []) routes.add(route);
   const other = opts.otherRoutes;
-  const server = createServer((req, res) => {
-    // No route plugged in: straight to the endpoint, as before the seam existed.
-    if (routes.size > 0 && routes.dispatch(req, res)) return;
-    if (other !== undefined && other(req, res)) return;
-    handler.handle(req, res);
-  });
+  const stamp = opts.responseHeaders;
+  const server = createServer(
+    stamp === undefined ? {} : { ServerResponse: stampedResponse(stamp) },
+    (req, res) => {
+      // No route plugged in: straight to the endpoint, as before the seam existed.
+      if (routes.size > 0 && routes.dispatch(req, res)) return;
+      if (other !== undefined && other(req, res)) return;
+      handler.handle(req, res);
+    },
+  );
   const host = opts.host ?? '127.0.0.1';
   return new Promise((resolve, reject) => {
     server.once('error', reject);

@@ -39,12 +39,18 @@ export function createRequestGuard(
     (policy.allowedOrigins ?? []).map((o) => o.toLowerCase().replace(/\/$/, '')),
   );
   const anyHost = policy.anyHost === true;
+  // The last Host value accepted: a client sends the same one on every request, so the parse
+  // runs once per distinct value in a row (one string held, whatever clients send).
+  let acceptedHost: string | undefined;
   return (headers) => {
     if (!anyHost) {
       const host = headers.host;
-      const name = host === undefined ? undefined : hostnameOf(host);
-      if (name === undefined || !hosts.has(name)) {
-        return wireError('forbidden_host', { host: host ? `: ${host}` : '' });
+      if (host === undefined || host !== acceptedHost) {
+        const name = host === undefined ? undefined : hostnameOf(host);
+        if (name === undefined || !hosts.has(name)) {
+          return wireError('forbidden_host', { host: host ? `: ${host}` : '' });
+        }
+        acceptedHost = host;
       }
     }
     const origin = headers.origin;
