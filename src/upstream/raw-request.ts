@@ -41,6 +41,9 @@ export class RawRequest {
   private body: Body = 'length';
   /** Bytes left of the body (length) or of the current chunk (chunked). */
   private left = 0;
+  /** Chunked: bytes of size lines, CRLFs and trailers, and of chunk data, read so far. */
+  private framing = 0;
+  private data = 0;
   /** Chunked: 'size' line, 'data', the CRLF after data, 'trailer' lines. */
   private chunkState: 'size' | 'data' | 'crlf' | 'trailer' = 'size';
   private keep = true;
@@ -181,6 +184,7 @@ export class RawRequest {
     if (this.chunkState === 'data') {
       const take = Math.min(this.left, buf.length);
       this.left -= take;
+      this.data += take;
       if (!this.abandoned) this.x.onBody(take === buf.length ? buf : buf.subarray(0, take));
       if (this.left === 0) this.chunkState = 'crlf';
       return buf.subarray(take);
@@ -194,6 +198,13 @@ export class RawRequest {
       return EMPTY;
     }
     this.pending = undefined;
+    // The answer bound counts data only: framing (endless trailers, tiny chunks with long
+    // extensions) may not outgrow the data by more than a head's length.
+    this.framing += nl + 1;
+    if (this.framing > MAX_HEAD + 2 * this.data) {
+      this.broken('too many chunk lines or trailers');
+      return EMPTY;
+    }
     const line = all.toString('latin1', 0, nl).replace(/\r$/, '');
     const rest = all.subarray(nl + 1);
     if (this.chunkState === 'crlf') {

@@ -178,6 +178,14 @@ describe('the lean HTTP client and broken answers', () => {
       close: false,
     };
     assert.match((await post(pool)).error?.message ?? '', /bad chunk size/);
+    // Endless trailers (or framing far larger than the data) end the answer, not the call's timeout.
+    answer = {
+      bytes:
+        'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n' +
+        'x-pad: yyyyyyyyyyyyyyyyyyyyyyyyyyyyyy\r\n'.repeat(3000),
+      close: false,
+    };
+    assert.match((await post(pool)).error?.message ?? '', /too many chunk lines or trailers/);
     answer = { bytes: 'HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc', close: true };
     const cut = await post(pool);
     assert.equal(cut.answered, true);
