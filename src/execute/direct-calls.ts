@@ -112,7 +112,13 @@ export class DirectCalls {
       if (last === undefined) continue;
       const g = grant?.grants.find((x) => x?.[0] === link.key);
       if (g) link.out.post(JSON.stringify({ type: 'abort', grant: g[1] } satisfies ToPlugin), true);
-      (left ??= []).push([link.key, link.sent, Math.max(0, last.deadline - now), last.tool, last.limitMs]);
+      (left ??= []).push([
+        link.key,
+        link.sent,
+        Math.max(0, last.deadline - now),
+        last.tool,
+        last.limitMs,
+      ]);
     }
     return left;
   }
@@ -137,7 +143,9 @@ export class DirectCalls {
       link.dead = true;
       this.links.delete(key);
       for (const p of link.pending.values())
-        p.resolve(failure(`the plugin of tool '${p.tool}' was restarted or unloaded while the call ran`));
+        p.resolve(
+          failure(`the plugin of tool '${p.tool}' was restarted or unloaded while the call ran`),
+        );
       link.pending.clear();
     });
     port.unref();

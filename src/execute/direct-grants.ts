@@ -33,12 +33,7 @@ export class DirectChannels {
    * What a run may call directly, its new ports added to `transfer`; the grants go to `grants`.
    * Plugins not serving now (loading, restarting) are left out: their tools go the slow way.
    */
-  grant(
-    plan: DirectPlan,
-    ctx: CallContext,
-    grants: RunGrants,
-    transfer: MessagePort[],
-  ): RunDirect {
+  grant(plan: DirectPlan, ctx: CallContext, grants: RunGrants, transfer: MessagePort[]): RunDirect {
     const out: RunDirect = { grants: [], ctx: plainContext(ctx) };
     const peer = ctx.peer;
     if (peer !== undefined) {
@@ -97,7 +92,8 @@ export class DirectChannels {
       const ch = this.byKey.get(key);
       if (ch === undefined) continue;
       const timer = setTimeout(() => {
-        if (Atomics.load(ch.finished, 0) < sent) ch.plugin.directOverran(ch.generation, tool, limitMs);
+        if (Atomics.load(ch.finished, 0) < sent)
+          ch.plugin.directOverran(ch.generation, tool, limitMs);
       }, waitMs + 1);
       timer.unref();
     }

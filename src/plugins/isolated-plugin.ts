@@ -401,7 +401,9 @@ export class IsolatedPlugin implements DirectPlugin {
   /** A direct call outlived its limit plus grace: the hard stop, as for a call the hub sent. */
   directOverran(generation: number, tool: string, limitMs: number): void {
     if (generation !== this.generation || this.phase === 'closed') return;
-    this.restart(`the handler of tool '${tool}' overran its ${limitMs} ms limit by ${this.opts.graceMs} ms`);
+    this.restart(
+      `the handler of tool '${tool}' overran its ${limitMs} ms limit by ${this.opts.graceMs} ms`,
+    );
   }
 
   // ---- calls into the plugin ---------------------------------------------------------------
