@@ -27,8 +27,8 @@ interface Link {
   key: number;
   out: MessageBatch<ToPlugin | string>;
   pending: Map<number, Pending>;
-  /** Calls sent on this channel, ever (the hub compares it with the calls answered). */
-  sent: number;
+  /** [answered by the plugin, sent from here] on this channel, ever (read by the hub). */
+  counts: Int32Array;
   dead: boolean;
 }
 
@@ -61,7 +61,7 @@ export class DirectCalls {
     this.made = 0;
     if (direct === undefined) return void (this.run = undefined);
     if (direct.table !== undefined) this.table = direct.table;
-    for (const { key, port } of direct.ports ?? []) this.open(key, port);
+    for (const { key, port, counts } of direct.ports ?? []) this.open(key, port, counts);
     this.run = { id: run, grants: direct.grants, ctx: direct.ctx, peer: direct.peer };
   }
 
@@ -83,7 +83,7 @@ export class DirectCalls {
       const limitMs = t[1];
       const deadline = performance.now() + limitMs + this.table!.graces[t[0]]!;
       link.pending.set(id, { run: run.id, tool: name, limitMs, deadline, resolve, reject });
-      link.sent++;
+      Atomics.add(link.counts, 1, 1);
       this.made++;
       const msg: ToPlugin = { type: 'call', id, grant: grant[1], name, args, ctx: run.ctx };
       if (run.peer !== undefined) msg.peer = run.peer;
@@ -114,7 +114,7 @@ export class DirectCalls {
       if (g) link.out.post(JSON.stringify({ type: 'abort', grant: g[1] } satisfies ToPlugin), true);
       (left ??= []).push([
         link.key,
-        link.sent,
+        Atomics.load(link.counts, 1),
         Math.max(0, last.deadline - now),
         last.tool,
         last.limitMs,
@@ -123,12 +123,12 @@ export class DirectCalls {
     return left;
   }
 
-  private open(key: number, port: MessagePort): void {
+  private open(key: number, port: MessagePort, counts: Int32Array): void {
     const link: Link = {
       key,
       out: new MessageBatch<ToPlugin | string>(port, (msg) => this.uncloneable(link, msg)),
       pending: new Map(),
-      sent: 0,
+      counts,
       dead: false,
     };
     this.links.set(key, link);
@@ -164,7 +164,7 @@ export class DirectCalls {
     const p = link.pending.get(msg.id);
     link.pending.delete(msg.id);
     // Never reached the plugin: not one the hub's hard stop waits for.
-    link.sent--;
+    Atomics.sub(link.counts, 1, 1);
     p?.reject(new Error(`the arguments of '${msg.name}' cannot be passed on: could not be cloned`));
   }
 

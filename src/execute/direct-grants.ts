@@ -15,8 +15,10 @@ interface Channel {
   key: number;
   plugin: DirectPlugin;
   generation: number;
-  /** Calls the plugin's side has answered (it adds; read here for the hard stop). */
+  /** [calls the plugin's side answered, calls the script's side sent] (shared memory). */
   finished: Int32Array;
+  /** The plugin's longest tool limit plus grace, as of the last grant. */
+  maxWaitMs: number;
 }
 
 /** A run's grants, revoked together. */
@@ -44,7 +46,7 @@ export class DirectChannels {
       out.table = plan.table;
       this.plan = plan;
     }
-    for (const plugin of plan.plugins) {
+    for (const [i, plugin] of plan.plugins.entries()) {
       let ch = this.byPlugin.get(plugin);
       if (ch === undefined || ch.generation !== plugin.workerGeneration) {
         ch = this.open(plugin, out, transfer);
@@ -53,6 +55,7 @@ export class DirectChannels {
           continue;
         }
       }
+      ch.maxWaitMs = plan.maxWaitMs[i]!;
       const id = plugin.grant(ctx);
       grants.push([plugin, id]);
       out.grants.push([ch.key, id]);
@@ -69,10 +72,10 @@ export class DirectChannels {
     }
     const opened = plugin.openDirect();
     if (opened === undefined) return undefined;
-    const ch: Channel = { key: this.nextKey++, plugin, ...opened };
+    const ch: Channel = { key: this.nextKey++, plugin, maxWaitMs: 0, ...opened };
     this.byPlugin.set(plugin, ch);
     this.byKey.set(ch.key, ch);
-    (out.ports ??= []).push({ key: ch.key, port: opened.port });
+    (out.ports ??= []).push({ key: ch.key, port: opened.port, counts: opened.finished });
     transfer.push(opened.port);
     return ch;
   }
@@ -91,12 +94,29 @@ export class DirectChannels {
     for (const [key, sent, waitMs, tool, limitMs] of left) {
       const ch = this.byKey.get(key);
       if (ch === undefined) continue;
-      const timer = setTimeout(() => {
-        if (Atomics.load(ch.finished, 0) < sent)
-          ch.plugin.directOverran(ch.generation, tool, limitMs);
-      }, waitMs + 1);
-      timer.unref();
+      this.watch(ch, sent, waitMs, tool, limitMs);
     }
+  }
+
+  /**
+   * The script's worker was terminated (a hard stop, a cancelled call) and cannot report what
+   * it left running: each channel with calls unanswered gets the plugin's longest limit plus
+   * grace to answer them, else its worker is stopped hard.
+   */
+  abandon(): void {
+    for (const ch of this.byKey.values()) {
+      const sent = Atomics.load(ch.finished, 1);
+      if (Atomics.load(ch.finished, 0) < sent)
+        this.watch(ch, sent, ch.maxWaitMs, '(left running by a stopped script)', ch.maxWaitMs);
+    }
+  }
+
+  private watch(ch: Channel, sent: number, waitMs: number, tool: string, limitMs: number): void {
+    const timer = setTimeout(() => {
+      if (Atomics.load(ch.finished, 0) < sent)
+        ch.plugin.directOverran(ch.generation, tool, limitMs);
+    }, waitMs + 1);
+    timer.unref();
   }
 }
 

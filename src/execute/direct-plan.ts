@@ -12,6 +12,8 @@ import type { DirectTable } from './protocol.js';
 export interface DirectPlan {
   plugins: DirectPlugin[];
   table: DirectTable;
+  /** Per plugin: its longest tool limit plus its hard-stop grace (ms). */
+  maxWaitMs: number[];
 }
 
 /**
@@ -35,5 +37,10 @@ export function directPlan(registry: Registry, names: readonly string[]): Direct
     }
     table.tools[name] = [i, target.timeoutMs ?? DEFAULT_TIMEOUT_MS];
   }
-  return plugins.length === 0 ? undefined : { plugins, table };
+  if (plugins.length === 0) return undefined;
+  const maxWaitMs = table.graces.slice();
+  const longest = table.plugins.map(() => 0);
+  for (const [i, limit] of Object.values(table.tools)) longest[i] = Math.max(longest[i]!, limit);
+  for (let i = 0; i < maxWaitMs.length; i++) maxWaitMs[i]! += longest[i]!;
+  return { plugins, table, maxWaitMs };
 }

@@ -10,7 +10,7 @@ import type { ContentItem, ToolResult } from '../registry/types.js';
  */
 export interface RunDirect {
   /** New channels to plugin workers (transferred with the message), by key. */
-  ports?: { key: number; port: MessagePort }[];
+  ports?: { key: number; port: MessagePort; counts: Int32Array }[];
   /** The tools, when they changed since this worker's last run (else the last table holds). */
   table?: DirectTable;
   /** Per plugin of the table: [channel key, the run's grant id], or null: that plugin the slow way. */

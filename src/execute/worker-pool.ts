@@ -337,6 +337,8 @@ export class ScriptPool {
     slot.worker.removeAllListeners('error');
     slot.worker.on('error', () => undefined);
     void slot.worker.terminate();
+    // Its direct calls still running in plugins are watched from here now.
+    slot.direct.abandon();
     job?.finish(failed(reason));
     // The finish above handed the queue to nothing (the slot is gone): start a new worker for it.
     if (this.queue.length > 0 && !this.closed) this.next(this.spawn());

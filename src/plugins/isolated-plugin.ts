@@ -375,7 +375,9 @@ export class IsolatedPlugin implements DirectPlugin {
   openDirect(): { port: MessagePort; finished: Int32Array; generation: number } | undefined {
     if (this.phase !== 'ready') return undefined;
     const { port1, port2 } = new MessageChannel();
-    const finished = new Int32Array(new SharedArrayBuffer(4));
+    // [calls the plugin's side answered, calls the script's side sent]: the hub's hard stop for
+    // direct calls whose script is gone reads both (execute/direct-grants.ts).
+    const finished = new Int32Array(new SharedArrayBuffer(8));
     // After what is queued: the worker must not see a direct call before its earlier messages.
     this.outbox.flush();
     this.worker.postMessage({ type: 'direct', port: port2, finished }, [port2]);

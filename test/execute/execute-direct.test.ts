@@ -31,9 +31,6 @@ mcp.tool("d.slow", { timeout_ms = 20000 }, function(p)
   task.sleep(p.ms)
   return "${version}:slept"
 end)
-mcp.tool("d.stuck", { timeout_ms = 300 }, function()
-  return ("a"):rep(200):find(".-.-.-.-.-b")
-end)
 mcp.tool("d.loop", { timeout_ms = 300 }, function()
   while true do end
 end)
@@ -43,13 +40,21 @@ mcp.tool("d.nested", {}, function(p, context)
 end)
 `;
 
+/** Alone in its plugin: a hard stop restarts only it, and its longest limit is short. */
+const STUCK = `
+mcp.tool("s.stuck", { timeout_ms = 300 }, function()
+  return ("a"):rep(200):find(".-.-.-.-.-b")
+end)
+mcp.tool("s.echo", { timeout_ms = 300 }, function(p) return "s:" .. p.text end)
+`;
+
 const CONFIG = `
 hub_id: direct
 auth: { mode: token }
 plugins: { dirs: [plugins], hard_stop_grace_ms: 200 }
 execute: { workers: 1 }
 agents:
-  A: { plugins: [d, alpha], builtins: [execute] }
+  A: { plugins: [d, s, alpha], builtins: [execute] }
 `;
 
 interface Structured {
@@ -64,15 +69,22 @@ describe('execute: direct inner calls to plugin workers', () => {
   let client: Client;
   let base: string;
   let admin: string;
+  let token: string;
 
   before(async () => {
-    dir = makeHubDir({ d: direct('v1'), alpha: scopedPlugin('alpha'), beta: scopedPlugin('beta') });
+    dir = makeHubDir({
+      d: direct('v1'),
+      s: STUCK,
+      alpha: scopedPlugin('alpha'),
+      beta: scopedPlugin('beta'),
+    });
     const config = dir.write('moonhub.yaml', CONFIG);
     hub = await startMoonhub(['--config', config, '--data', dir.data]);
     const session = createSession([
       ...['--config', config, '--data', dir.data, '--url', hub.url, '--agent', 'A'],
     ]);
-    client = (await connectWithToken(hub.url, 'modern', session.token)).client;
+    token = session.token;
+    client = (await connectWithToken(hub.url, 'modern', token)).client;
     base = baseOf(hub.url);
     admin = adminToken(dir.data, ['--config', config]);
   });
@@ -134,27 +146,53 @@ describe('execute: direct inner calls to plugin workers', () => {
   it('a handler stuck in C is stopped hard within limit + grace; the next call answers', async () => {
     const from = hub.log().length;
     const { r, out } = await execute(`
-      local stuck = task.await(mcp.call("d.stuck", {}))
-      local after = task.await(mcp.call("d.echo", { text = "again" }))
+      local stuck = task.await(mcp.call("s.stuck", {}))
+      local after = task.await(mcp.call("s.echo", { text = "again" }))
       return { stuck = stuck, after = after }`);
     assert.equal(r.isError, undefined, JSON.stringify(r));
     const res = out.result as Record<string, { is_error: boolean; content: string }>;
     assert.equal(res.stuck!.is_error, true);
     assert.match(
       res.stuck!.content,
-      /^timeout: the handler of tool 'd\.stuck' ran longer than its 300 ms limit and was stopped hard/,
+      /^timeout: the handler of tool 's\.stuck' ran longer than its 300 ms limit and was stopped hard/,
     );
     // The restarted plugin answers the run's next call (through the hub: the channel is dead).
     assert.equal(res.after!.is_error, false, JSON.stringify(res.after));
-    assert.equal(res.after!.content, 'v1:again');
-    await hub.waitForLog(/plugin restarted: the handler of tool 'd\.stuck' overran/, from, 10_000);
+    assert.equal(res.after!.content, 's:again');
+    await hub.waitForLog(/plugin restarted: the handler of tool 's\.stuck' overran/, from, 10_000);
   });
 
   it('the hard stop comes within the limit plus grace', async () => {
-    const { r, ms } = await execute(`return task.await(mcp.call("d.stuck", {})).content`);
+    const { r, ms } = await execute(`return task.await(mcp.call("s.stuck", {})).content`);
     assert.match(String((r.structuredContent as Structured).result), /^timeout: /);
     // 300 ms + 200 ms grace; generous for a loaded machine, far below a run's 30 s.
     assert.ok(ms >= 450 && ms < 5_000, `answered after ${ms} ms`);
+  });
+
+  it('a script stopped while its direct call is stuck: the hub still stops the plugin', async () => {
+    // The plugin is serving again after the earlier hard stops (a loading one gets no channel).
+    assert.equal((await execute(`return tools.use("s.echo", { text = "w" })`)).out.result, 's:w');
+    const from = hub.log().length;
+    const ctl = new AbortController();
+    // A 2025 session: the client's cancellation reaches the hub as notifications/cancelled.
+    const legacy = (await connectWithToken(hub.url, 'legacy', token)).client;
+    const call = legacy.callTool(
+      { name: 'execute', arguments: { code: 'return tools.use("s.stuck", {})' } },
+      { signal: ctl.signal },
+    );
+    // Before the script's own watchdog (300 + 200 ms): the script's worker is terminated with
+    // the call still stuck in the plugin; the hub watches the channel's counts from then on.
+    await new Promise((res) => setTimeout(res, 150));
+    ctl.abort();
+    await assert.rejects(call);
+    await legacy.close();
+    await hub.waitForLog(
+      /plugin restarted: the handler of tool '\(left running by a stopped script\)' overran its 500 ms limit/,
+      from,
+      10_000,
+    );
+    const next = await execute(`return tools.use("s.echo", { text = "z" })`);
+    assert.equal(next.out.result, 's:z');
   });
 
   it('a Lua loop is stopped at its limit; the run timeout still ends a run', async () => {
