@@ -29,6 +29,8 @@ interface Link {
   pending: Map<number, Pending>;
   /** [answered by the plugin, sent from here] on this channel, ever (read by the hub). */
   counts: Int32Array;
+  /** The latest hard deadline of any call sent on it (an earlier run's may still run). */
+  latest: number;
   dead: boolean;
 }
 
@@ -84,6 +86,7 @@ export class DirectCalls {
       const deadline = performance.now() + limitMs + this.table!.graces[t[0]]!;
       link.pending.set(id, { run: run.id, tool: name, limitMs, deadline, resolve, reject });
       Atomics.add(link.counts, 1, 1);
+      if (deadline > link.latest) link.latest = deadline;
       this.made++;
       const msg: ToPlugin = { type: 'call', id, grant: grant[1], name, args, ctx: run.ctx };
       if (run.peer !== undefined) msg.peer = run.peer;
@@ -115,7 +118,7 @@ export class DirectCalls {
       (left ??= []).push([
         link.key,
         Atomics.load(link.counts, 1),
-        Math.max(0, last.deadline - now),
+        Math.max(0, link.latest - now),
         last.tool,
         last.limitMs,
       ]);
@@ -129,6 +132,7 @@ export class DirectCalls {
       out: new MessageBatch<ToPlugin | string>(port, (msg) => this.uncloneable(link, msg)),
       pending: new Map(),
       counts,
+      latest: 0,
       dead: false,
     };
     this.links.set(key, link);

@@ -88,7 +88,7 @@ export class DirectChannels {
 
   /**
    * A finished run left direct calls running: unless the plugin has answered all `sent` calls
-   * of the channel by the last one's hard deadline, its worker is stopped hard.
+   * of the channel by the latest hard deadline among them, its worker is stopped hard.
    */
   watchLeft(left: [number, number, number, string, number][]): void {
     for (const [key, sent, waitMs, tool, limitMs] of left) {

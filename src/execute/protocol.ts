@@ -98,7 +98,8 @@ export type FromWorker =
       error?: string;
       /**
        * Direct calls the run left running, per channel: [key, calls sent on it so far, ms until
-       * the last one's hard deadline, its tool, its limit]: the hub watches them from now on.
+       * the latest hard deadline of its calls, the tool and limit of the run's last one left]:
+       * the hub watches them from now on.
        */
       direct?: [number, number, number, string, number][];
       /** How many of the run's calls went direct (metrics). */
