@@ -36,7 +36,6 @@ const targets = new WeakMap<object, DirectTarget>();
 
 export interface DirectTarget {
   plugin: DirectPlugin;
-  name: string;
   /** The tool's own time limit (undefined: the default). */
   timeoutMs: number | undefined;
 }
@@ -75,7 +74,7 @@ export function mirrorEntry(
       (args: Record<string, unknown>, ctx: CallContext) =>
         plugin.invoke('tool', name, args, ctx, timeoutMs) as Promise<ToolResult>,
     );
-    if (isDirectPlugin(plugin)) targets.set(handler, { plugin, name, timeoutMs });
+    if (isDirectPlugin(plugin)) targets.set(handler, { plugin, timeoutMs });
     registry.addTool(owner, { ...(spec as unknown as ToolSpec), handler });
     return;
   }
