@@ -40,12 +40,16 @@ mcp.tool("d.nested", {}, function(p, context)
 end)
 `;
 
-/** Alone in its plugin: a hard stop restarts only it, and its longest limit is short. */
+/** Apart from d: a hard stop restarts only these, and their longest limit is short (1.5 s). */
 const STUCK = `
 mcp.tool("s.stuck", { timeout_ms = 300 }, function()
   return ("a"):rep(200):find(".-.-.-.-.-b")
 end)
 mcp.tool("s.echo", { timeout_ms = 300 }, function(p) return "s:" .. p.text end)
+mcp.tool("s.stuck_long", { timeout_ms = 1500 }, function()
+  log.info("s.stuck_long entered")
+  return ("a"):rep(200):find(".-.-.-.-.-b")
+end)
 `;
 
 const CONFIG = `
@@ -177,17 +181,17 @@ describe('execute: direct inner calls to plugin workers', () => {
     // A 2025 session: the client's cancellation reaches the hub as notifications/cancelled.
     const legacy = (await connectWithToken(hub.url, 'legacy', token)).client;
     const call = legacy.callTool(
-      { name: 'execute', arguments: { code: 'return tools.use("s.stuck", {})' } },
+      { name: 'execute', arguments: { code: 'return tools.use("s.stuck_long", {})' } },
       { signal: ctl.signal },
     );
-    // Before the script's own watchdog (300 + 200 ms): the script's worker is terminated with
-    // the call still stuck in the plugin; the hub watches the channel's counts from then on.
-    await new Promise((res) => setTimeout(res, 150));
+    // Once the call is stuck in the plugin, and before the script's own watchdog (1500 + 200
+    // ms): the script's worker is terminated; the hub watches the channel's counts from then on.
+    await hub.waitForLog(/s\.stuck_long entered/, from, 10_000);
     ctl.abort();
     await assert.rejects(call);
     await legacy.close();
     await hub.waitForLog(
-      /plugin restarted: the handler of tool '\(left running by a stopped script\)' overran its 500 ms limit/,
+      /plugin restarted: the handler of tool '\(left running by a stopped script\)' overran its 1700 ms limit/,
       from,
       10_000,
     );
