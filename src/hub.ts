@@ -6,6 +6,7 @@ import type { Logger } from './log.js';
 import { Registry } from './registry/registry.js';
 import { PluginHost, type PluginIsolation } from './plugins/plugin-host.js';
 import { registerCodeMode, type ExecuteOptions } from './execute/index.js';
+import type { ExecuteStats } from './execute/worker-pool.js';
 import type { PluginLimits, SessionViews } from './lua-api/index.js';
 import { registerHubStatus } from './hub-status.js';
 import { upstreamsOf } from './upstream/manager.js';
@@ -41,7 +42,7 @@ export interface Hub {
   /** Settles once the config's upstreams have each connected or failed a first time. */
   upstreamsReady: Promise<void>;
   /** The `execute` scripts running and queued now (metrics); undefined without execute. */
-  executeStats(): { running: number; queued: number; workers: number } | undefined;
+  executeStats(): ExecuteStats | undefined;
   stop(): Promise<void>;
 }
 

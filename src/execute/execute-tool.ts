@@ -10,6 +10,7 @@ import type { Registry } from '../registry/registry.js';
 import { extractImages } from '../registry/result-images.js';
 import { toJsonText } from '../registry/results.js';
 import type { CallContext, ToolResult } from '../registry/types.js';
+import { directPlan, type DirectPlan } from './direct-plan.js';
 import type { ResolvedExecuteOptions } from './options.js';
 import type { ScriptPool } from './worker-pool.js';
 
@@ -37,17 +38,25 @@ const SCRIPT_ENDED = new DOMException('the script ended', 'AbortError');
  * changed is a new key; a registry change bumps the version.
  */
 function toolNamesCache(registry: Registry) {
-  const byView = new WeakMap<object, { version: number; names: string[] }>();
+  const byView = new WeakMap<object, ViewTools>();
   const all = {};
-  return (filter: CallContext['filter'], caller: ToolCaller): string[] => {
+  return (filter: CallContext['filter'], caller: ToolCaller): ViewTools => {
     const key = filter ?? all;
     const version = registry.versions.tools;
     const hit = byView.get(key);
-    if (hit?.version === version) return hit.names;
+    if (hit?.version === version) return hit;
     const names = caller.listTools();
-    byView.set(key, { version, names });
-    return names;
+    const entry = { version, names, direct: directPlan(registry, names) };
+    byView.set(key, entry);
+    return entry;
   };
+}
+
+/** A view's tool names and which of them a run may call directly (direct-plan.ts). */
+interface ViewTools {
+  version: number;
+  names: string[];
+  direct: DirectPlan | undefined;
 }
 
 export function executeHandler(
@@ -97,11 +106,13 @@ export function executeHandler(
     // it, their trace spans nest under this call's (a no-op while tracing is off).
     caller.call = context.bind(context.active(), caller.call);
     try {
+      const tools = toolNames(ctx.filter, caller);
       const outcome = await pool.run({
         code,
         timeoutMs,
         caller,
-        tools: toolNames(ctx.filter, caller),
+        tools: tools.names,
+        direct: tools.direct,
         signal: ctx.signal,
       });
       if (!outcome.ok) {

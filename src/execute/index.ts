@@ -8,7 +8,7 @@ import type { Registry } from '../registry/registry.js';
 import { EXECUTE_DESCRIPTION, EXECUTE_OWNER, executeHandler } from './execute-tool.js';
 import { resolveExecuteOptions, type ExecuteOptions } from './options.js';
 import { SEARCH_DESCRIPTION, SEARCH_OWNER, searchToolsHandler } from './search-tools.js';
-import { ScriptPool } from './worker-pool.js';
+import { ScriptPool, type ExecuteStats } from './worker-pool.js';
 
 export { EXECUTE_OWNER } from './execute-tool.js';
 export { SEARCH_OWNER } from './search-tools.js';
@@ -18,7 +18,7 @@ export interface CodeModeBuiltins {
   /** Terminates the script workers. */
   close(): Promise<void>;
   /** Scripts running and queued now; undefined when execute is off. */
-  stats(): { running: number; queued: number; workers: number } | undefined;
+  stats(): ExecuteStats | undefined;
 }
 
 export function registerCodeMode(
@@ -70,6 +70,16 @@ export function registerCodeMode(
     annotations: { title: 'Run a Lua script over the tools', openWorldHint: true },
     handler: executeHandler(registry, pool, opts, logger),
   });
+  // A run's direct grant holds the tools it had at its start: a change revokes it.
+  const unwatch = registry.onChange((kinds) => {
+    if (kinds.has('tools')) pool.revokeDirect();
+  });
   pool.warm();
-  return { close: () => pool.close(), stats: () => pool.stats() };
+  return {
+    close: () => {
+      unwatch();
+      return pool.close();
+    },
+    stats: () => pool.stats(),
+  };
 }

@@ -1,5 +1,31 @@
 /** The messages between the hub's thread and an execute worker, each tagged with its run. */
+import type { MessagePort } from 'node:worker_threads';
+import type { PeerWire } from '../plugins/direct-port.js';
+import type { PlainContext } from '../plugins/worker-protocol.js';
 import type { ContentItem, ToolResult } from '../registry/types.js';
+
+/**
+ * What a run may call directly on plugin workers (src/execute/direct-calls.ts), as the hub
+ * decided it for the caller's view. Absent: every call goes through the hub's thread.
+ */
+export interface RunDirect {
+  /** New channels to plugin workers (transferred with the message), by key. */
+  ports?: { key: number; port: MessagePort; counts: Int32Array }[];
+  /** The tools, when they changed since this worker's last run (else the last table holds). */
+  table?: DirectTable;
+  /** Per plugin of the table: [channel key, the run's grant id], or null: that plugin the slow way. */
+  grants: ([number, number] | null)[];
+  ctx: PlainContext;
+  peer?: PeerWire;
+}
+
+export interface DirectTable {
+  /** The plugins' names (for errors) and hard-stop graces (ms), by index. */
+  plugins: string[];
+  graces: number[];
+  /** Tool name: [plugin index, the tool's time limit in ms]. */
+  tools: Record<string, [number, number]>;
+}
 
 /** Fixed for a worker's life (it pre-creates states with these). */
 export interface WorkerSetup {
@@ -43,8 +69,11 @@ export type ToWorker =
        * `idle` has its state made, and the hub arms the hard stop as it sends the run.
        */
       report: boolean;
+      direct?: RunDirect;
     }
-  | { type: 'result'; run: number; call: number; result?: ToolResult; error?: string };
+  | { type: 'result'; run: number; call: number; result?: ToolResult; error?: string }
+  /** The tools changed: the run's grant is revoked, its next calls go through the hub. */
+  | { type: 'revoke'; run: number };
 
 export type FromWorker =
   | { type: 'started'; run: number }
@@ -57,6 +86,8 @@ export type FromWorker =
   | { type: 'idle'; run: number }
   | { type: 'call'; run: number; call: number; name: string; args: Record<string, unknown> }
   | { type: 'notice'; run: number; text: string; params: unknown }
+  /** A direct call outlived its limit plus grace: the hub stops that plugin's worker hard. */
+  | { type: 'overran'; run: number; key: number; tool: string; limitMs: number }
   | {
       type: 'done';
       run: number;
@@ -65,4 +96,12 @@ export type FromWorker =
       images?: ContentItem[];
       output: string;
       error?: string;
+      /**
+       * Direct calls the run left running, per channel: [key, calls sent on it so far, ms until
+       * the latest hard deadline of its calls, the tool and limit of the run's last one left]:
+       * the hub watches them from now on.
+       */
+      direct?: [number, number, number, string, number][];
+      /** How many of the run's calls went direct (metrics). */
+      directCalls?: number;
     };

@@ -8,11 +8,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { Worker, type MessagePort } from 'node:worker_threads';
 import { MessageBatch, isBundle, type MessageBundle } from '../plugins/message-batch.js';
 import type { Logger } from '../log.js';
 import type { ToolCaller } from '../lua-api/tool-caller.js';
 import type { ContentItem } from '../registry/types.js';
+import type { DirectPlan } from './direct-plan.js';
+import { DirectChannels, revokeAll, type RunGrants } from './direct-grants.js';
 import type { ResolvedExecuteOptions } from './options.js';
 import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
 
@@ -22,7 +24,18 @@ export interface ScriptJob {
   caller: ToolCaller;
   /** The names the caller may see (mcp.listTools); one array per view and registry version. */
   tools: string[];
+  /** Which of them the run may call directly on their plugin's worker (direct-plan.ts). */
+  direct?: DirectPlan;
   signal?: AbortSignal;
+}
+
+/** What metrics and the dashboard read of the pool. */
+export interface ExecuteStats {
+  running: number;
+  queued: number;
+  workers: number;
+  /** Inner tool calls made so far: straight to a plugin worker, or through the hub's thread. */
+  innerCalls: { direct: number; hub: number };
 }
 
 export type ScriptOutcome =
@@ -45,6 +58,8 @@ interface Slot {
         scratchMade: boolean;
         /** Inner calls made and not yet answered. */
         pending: number;
+        /** What the run may call directly; revoked when it ends or the tools change. */
+        grants: RunGrants;
       }
     | undefined;
   /** A run that has answered while its worker still closes its state (runs its finalizers). */
@@ -55,6 +70,8 @@ interface Slot {
   prepared: boolean;
   /** The tool list this worker holds (sent with an earlier run). */
   tools: string[] | undefined;
+  /** Its channels to plugin workers, for direct calls. */
+  direct: DirectChannels;
 }
 
 const WORKER_URL = new URL('./worker.js', import.meta.url);
@@ -69,6 +86,8 @@ export class ScriptPool {
     resolve: (o: ScriptOutcome) => void;
   }[] = [];
   private nextRun = 1;
+  /** Inner calls made so far, by path (metrics: moonhub_execute_inner_calls_total). */
+  private readonly innerCalls = { direct: 0, hub: 0 };
   private closed = false;
   private readonly setup: WorkerSetup;
   /** The private (0700) folder holding the runs' scratch folders, made on the first run. */
@@ -122,12 +141,23 @@ export class ScriptPool {
     });
   }
 
+  /** The tools changed: every run's direct grant is revoked (its next calls go the slow way). */
+  revokeDirect(): void {
+    for (const slot of this.slots) {
+      const job = slot.job;
+      if (job === undefined || job.grants.length === 0) continue;
+      revokeAll(job.grants);
+      slot.outbox.post({ type: 'revoke', run: job.run }, true);
+    }
+  }
+
   /** Scripts running and waiting now, and the workers (metrics, the dashboard). */
-  stats(): { running: number; queued: number; workers: number } {
+  stats(): ExecuteStats {
     return {
       running: this.slots.filter((s) => s.job !== undefined).length,
       queued: this.queue.length,
       workers: this.slots.length,
+      innerCalls: { ...this.innerCalls },
     };
   }
 
@@ -177,6 +207,7 @@ export class ScriptPool {
       lastRun: 0,
       prepared: false,
       tools: undefined,
+      direct: new DirectChannels(),
     };
     worker.on('message', (msg: FromWorker | MessageBundle<FromWorker>) => {
       if (!isBundle(msg)) return this.onMessage(slot, msg);
@@ -202,6 +233,7 @@ export class ScriptPool {
     const finish = (outcome: ScriptOutcome) => {
       if (slot.job?.run !== run) return;
       slot.toolOf.clear();
+      revokeAll(slot.job.grants);
       // A run cut short may have made its folder without having said so yet: remove it anyway.
       const made = slot.job.scratchMade || !outcome.ok;
       slot.job = undefined;
@@ -233,6 +265,7 @@ export class ScriptPool {
       started,
       scratchMade: false,
       pending: 0,
+      grants: [],
     };
     // A worker with its state made starts the run as it reads it: the hard stop is armed now,
     // and the worker need not say `started` (one message less per run).
@@ -264,6 +297,16 @@ export class ScriptPool {
       msg.tools = job.tools;
       slot.tools = job.tools;
     }
+    const ctx = job.caller.context;
+    if (job.direct !== undefined && ctx !== undefined) {
+      const transfer: MessagePort[] = [];
+      msg.direct = slot.direct.grant(job.direct, ctx, slot.job.grants, transfer);
+      if (transfer.length > 0) {
+        // Ports are transferred, which the turn's batch does not do: what is queued goes first.
+        slot.outbox.flush();
+        return slot.worker.postMessage(msg, transfer);
+      }
+    }
     slot.outbox.post(msg, true);
   }
 
@@ -294,6 +337,8 @@ export class ScriptPool {
     slot.worker.removeAllListeners('error');
     slot.worker.on('error', () => undefined);
     void slot.worker.terminate();
+    // Its direct calls still running in plugins are watched from here now.
+    slot.direct.abandon();
     job?.finish(failed(reason));
     // The finish above handed the queue to nothing (the slot is gone): start a new worker for it.
     if (this.queue.length > 0 && !this.closed) this.next(this.spawn());
@@ -333,6 +378,7 @@ export class ScriptPool {
         job.scratchMade = true;
         return;
       case 'call': {
+        this.innerCalls.hub++;
         job.pending++;
         const reply = (m: ToWorker) => {
           if (slot.job?.run !== msg.run) return;
@@ -357,7 +403,12 @@ export class ScriptPool {
         job.caller.notice(msg.text, msg.params);
         return;
       }
+      case 'overran':
+        slot.direct.overran(msg.key, msg.tool, msg.limitMs);
+        return;
       case 'done':
+        if (msg.direct !== undefined) slot.direct.watchLeft(msg.direct);
+        this.innerCalls.direct += msg.directCalls ?? 0;
         job.finish(
           msg.ok
             ? { ok: true, result: msg.result, images: msg.images ?? [], output: msg.output }

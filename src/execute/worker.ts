@@ -17,6 +17,7 @@ import type { ToolCaller } from '../lua-api/tool-caller.js';
 import { extractImages } from '../registry/result-images.js';
 import { toJsonText } from '../registry/results.js';
 import type { ToolResult } from '../registry/types.js';
+import { DirectCalls } from './direct-calls.js';
 import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
 
 const setup = workerData as WorkerSetup;
@@ -42,6 +43,8 @@ const outbox = new MessageBatch<FromWorker>(port, (msg, err) => {
   w?.reject(new Error(`the arguments of '${msg.name}' cannot be passed on: ${err.message}`));
 });
 const post = (msg: FromWorker): void => outbox.post(msg, msg.type !== 'call');
+/** Calls the hub granted a run, straight to plugin workers (direct-calls.ts). */
+const direct = new DirectCalls(post);
 
 interface Run {
   id: number;
@@ -97,6 +100,7 @@ function callerFor(run: number, tools: string[]): ToolCaller {
   );
   return {
     call: (name, args) =>
+      direct.call(name, args) ??
       new Promise<ToolResult>((resolve, reject) => {
         const call = nextCall++;
         waiting.set(call, { run, resolve, reject });
@@ -164,6 +168,7 @@ async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
   // The wall time starts now, here and (when asked to report it) in the hub's hard-stop timer.
   if (msg.report) post({ type: 'started', run: msg.run });
   if (msg.tools !== undefined) lastTools = msg.tools;
+  direct.begin(msg.run, msg.direct);
   const run: Run = {
     id: msg.run,
     caller: callerFor(msg.run, lastTools),
@@ -191,7 +196,7 @@ async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
         `result limit exceeded: the returned value is ${size} bytes of JSON; the ceiling is ${setup.resultBytes}`,
       );
     }
-    post({
+    done({
       type: 'done',
       run: msg.run,
       ok: true,
@@ -202,7 +207,7 @@ async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
   } catch (err) {
     let error = err instanceof Error ? err.message : String(err);
     if (run.outputExceeded && !error.includes('output limit exceeded')) error = run.outputExceeded;
-    post({ type: 'done', run: msg.run, ok: false, error, output: output() });
+    done({ type: 'done', run: msg.run, ok: false, error, output: output() });
   } finally {
     holder.run = undefined;
     // Calls still out belong to a finished run: their answers will find nobody.
@@ -215,6 +220,14 @@ async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
   }
 }
 
+/** The run's answer, with the direct calls it left running (the hub keeps their hard stop). */
+function done(msg: Extract<FromWorker, { type: 'done' }>): void {
+  const left = direct.end(msg.run);
+  if (left !== undefined) msg.direct = left;
+  if (direct.made > 0) msg.directCalls = direct.made;
+  post(msg);
+}
+
 port.on('message', (msg: ToWorker | MessageBundle<ToWorker>) => {
   if (!isBundle(msg)) return onMessage(msg);
   for (const m of msg.messages) onMessage(m);
@@ -223,6 +236,8 @@ port.on('message', (msg: ToWorker | MessageBundle<ToWorker>) => {
 function onMessage(msg: ToWorker): void {
   if (msg.type === 'run') {
     void execute(msg);
+  } else if (msg.type === 'revoke') {
+    direct.revoke(msg.run);
   } else if (msg.type === 'result') {
     const w = waiting.get(msg.call);
     if (!w) return;

@@ -16,6 +16,11 @@ export interface ToolCaller {
   listTools(): string[];
   /** A progress/log message to the caller; dropped (or logged) when there is no caller to tell. */
   notice(text: string, params: unknown): void;
+  /**
+   * The context every call carries (the caller, the view, the cancellation): for a caller that
+   * also reaches tools another way on the hub's authority (execute's direct calls).
+   */
+  readonly context?: CallContext;
 }
 
 /** Owners whose tools a script must not reach even when the caller sees them. */
@@ -44,5 +49,6 @@ export function registryCaller(opts: RegistryCallerOptions): ToolCaller {
     call: (name, args) => registry.callTool(name, args, inner, view),
     listTools: () => registry.listTools(view).map((t) => t.name),
     notice: (text, params) => opts.notice?.(text, params),
+    context: inner,
   };
 }

@@ -28,7 +28,14 @@ export interface MetricsSources {
     changed: unknown[];
   }[];
   /** `execute` scripts running and queued; undefined without execute. */
-  execute: () => { running: number; queued: number; workers: number } | undefined;
+  execute: () =>
+    | {
+        running: number;
+        queued: number;
+        workers: number;
+        innerCalls?: { direct: number; hub: number };
+      }
+    | undefined;
   /** 2025 HTTP sessions and those with a GET stream open. */
   legacySessions: () => { sessions: number; streams: number } | undefined;
   /** Open 2026-07-28 `subscriptions/listen` streams (HTTP); undefined without HTTP. */
@@ -160,6 +167,19 @@ export class HubMetrics {
         this.set({ state: 'running' }, e.running);
         this.set({ state: 'queued' }, e.queued);
         this.set({ state: 'workers' }, e.workers);
+      },
+    });
+    new client.Counter({
+      name: 'moonhub_execute_inner_calls_total',
+      help: 'Tool calls made by execute scripts, by path: direct (script worker to plugin worker) or hub',
+      labelNames: ['path'],
+      ...r,
+      collect() {
+        const e = src.execute()?.innerCalls;
+        if (e === undefined) return;
+        this.reset();
+        this.inc({ path: 'direct' }, e.direct);
+        this.inc({ path: 'hub' }, e.hub);
       },
     });
     new client.Gauge({

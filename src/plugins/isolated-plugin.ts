@@ -17,6 +17,7 @@ import { RegistryError } from '../registry/errors.js';
 import type { Registry } from '../registry/registry.js';
 import type { CallContext } from '../registry/types.js';
 import type { PluginSource } from './discover.js';
+import type { DirectPlugin } from './direct-port.js';
 import { HubAnswers } from './hub-answers.js';
 import { MessageBatch, isBundle, type MessageBundle } from './message-batch.js';
 import { RegistryMirror } from './mirror.js';
@@ -59,7 +60,7 @@ const FINISHED_KEPT = 1024;
 
 let nextCall = 1;
 
-export class IsolatedPlugin {
+export class IsolatedPlugin implements DirectPlugin {
   /** The state's Lua memory as the worker last reported it (after its load and each call). */
   memoryUsed = 0;
   private worker!: Worker;
@@ -88,6 +89,9 @@ export class IsolatedPlugin {
    */
   private hardStop: NodeJS.Timeout | undefined;
   private armedFor = Infinity;
+  /** Execute runs' contexts by grant id (negative): direct calls act for them (direct-port.ts). */
+  private readonly grants = new Map<number, CallContext>();
+  private nextGrant = -1;
 
   private constructor(private readonly opts: IsolatedPluginOptions) {
     this.log = opts.logger;
@@ -98,7 +102,7 @@ export class IsolatedPlugin {
       logger: opts.logger,
       sessionViews: opts.sessionViews,
       declaredBy: this,
-      live: (id) => this.calls.get(id)?.ctx,
+      live: (id) => this.calls.get(id)?.ctx ?? this.grants.get(id),
       inCall: (id, fn) => {
         const scope = id === undefined ? undefined : this.calls.get(id)?.scope;
         return scope === undefined ? fn() : scope.runInAsyncScope(fn);
@@ -349,6 +353,61 @@ export class IsolatedPlugin {
     if (next !== Infinity) this.armHardStop(next);
   }
 
+  // ---- direct calls from execute workers (direct-port.ts) ----------------------------------
+
+  get name(): string {
+    return this.opts.source.name;
+  }
+
+  get graceMs(): number {
+    return this.opts.graceMs;
+  }
+
+  /** Which worker serves now: a direct channel opened under another generation is dead. */
+  get workerGeneration(): number {
+    return this.generation;
+  }
+
+  /**
+   * A channel for an execute worker's direct calls; the plugin's end goes to its worker now.
+   * Undefined while the plugin is not serving (loading, restarting, retired): calls go the slow way.
+   */
+  openDirect(): { port: MessagePort; finished: Int32Array; generation: number } | undefined {
+    if (this.phase !== 'ready') return undefined;
+    const { port1, port2 } = new MessageChannel();
+    // [calls the plugin's side answered, calls the script's side sent]: the hub's hard stop for
+    // direct calls whose script is gone reads both (execute/direct-grants.ts).
+    const finished = new Int32Array(new SharedArrayBuffer(8));
+    // After what is queued: the worker must not see a direct call before its earlier messages.
+    this.outbox.flush();
+    this.worker.postMessage({ type: 'direct', port: port2, finished }, [port2]);
+    port1.unref();
+    return { port: port1, finished, generation: this.generation };
+  }
+
+  /** Holds a run's context for its direct calls (nested calls, progress act for it). */
+  grant(ctx: CallContext): number {
+    const id = this.nextGrant--;
+    this.grants.set(id, ctx);
+    return id;
+  }
+
+  /** The run ended or the tools changed: its context goes where finished calls' go. */
+  revoke(id: number): void {
+    const ctx = this.grants.get(id);
+    if (ctx === undefined) return;
+    this.grants.delete(id);
+    this.remember(id, ctx);
+  }
+
+  /** A direct call outlived its limit plus grace: the hard stop, as for a call the hub sent. */
+  directOverran(generation: number, tool: string, limitMs: number): void {
+    if (generation !== this.generation || this.phase === 'closed') return;
+    this.restart(
+      `the handler of tool '${tool}' overran its ${limitMs} ms limit by ${this.opts.graceMs} ms`,
+    );
+  }
+
   // ---- calls into the plugin ---------------------------------------------------------------
 
   /** Runs one handler in the worker; `limitMs` is the handler's own time limit. */
@@ -447,7 +506,7 @@ export class IsolatedPlugin {
         const [level, data, logger] = msg.args as Parameters<
           NonNullable<CallContext['peer']>['log']
         >;
-        this.calls.get(msg.id)?.ctx.peer?.log(level, data, logger);
+        (this.calls.get(msg.id)?.ctx ?? this.grants.get(msg.id))?.peer?.log(level, data, logger);
         return;
       }
       case 'request':

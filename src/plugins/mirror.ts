@@ -13,6 +13,7 @@ import type {
   ToolResult,
   ToolSpec,
 } from '../registry/types.js';
+import type { DirectPlugin } from './direct-port.js';
 import type { EntryKindName, FromWorker, ToWorker } from './worker-protocol.js';
 
 type Invoke = Extract<ToWorker, { type: 'invoke' }>;
@@ -30,10 +31,27 @@ export interface PluginInvoker {
 }
 
 const mirrored = new WeakSet<object>();
+/** Mirrored tools' plugins and limits, by handler: what execute may call directly. */
+const targets = new WeakMap<object, DirectTarget>();
+
+export interface DirectTarget {
+  plugin: DirectPlugin;
+  /** The tool's own time limit (undefined: the default). */
+  timeoutMs: number | undefined;
+}
+
+/** The plugin worker behind a registry entry's handler, when execute may call it directly. */
+export function directTarget(handler: object): DirectTarget | undefined {
+  return targets.get(handler);
+}
 
 /** Whether a registry entry's handler is a plugin worker's (not, say, a proxy's on this thread). */
 export function isMirrored(handler: object): boolean {
   return mirrored.has(handler);
+}
+
+function isDirectPlugin(p: PluginInvoker): p is PluginInvoker & DirectPlugin {
+  return typeof (p as Partial<DirectPlugin>).openDirect === 'function';
 }
 
 function mark<T extends object>(handler: T): T {
@@ -52,12 +70,12 @@ export function mirrorEntry(
   const timeoutMs = typeof spec.timeoutMs === 'number' ? spec.timeoutMs : undefined;
   if (kind === 'tool') {
     const name = String(spec.name);
-    registry.addTool(owner, {
-      ...(spec as unknown as ToolSpec),
-      handler: mark(
-        (args, ctx) => plugin.invoke('tool', name, args, ctx, timeoutMs) as Promise<ToolResult>,
-      ),
-    });
+    const handler = mark(
+      (args: Record<string, unknown>, ctx: CallContext) =>
+        plugin.invoke('tool', name, args, ctx, timeoutMs) as Promise<ToolResult>,
+    );
+    if (isDirectPlugin(plugin)) targets.set(handler, { plugin, timeoutMs });
+    registry.addTool(owner, { ...(spec as unknown as ToolSpec), handler });
     return;
   }
   const key = kind === 'prompt' ? String(spec.name) : String(spec.uriTemplate);

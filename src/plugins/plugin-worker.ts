@@ -18,6 +18,7 @@ import { MessageBatch, isBundle } from './message-batch.js';
 import type { FromWorker, ToWorker } from './worker-protocol.js';
 import { onHubMessage, setup } from './worker-setup.js';
 import { decode, encode, jsonExact } from './wire.js';
+import { closeDirectPorts, serveDirectPort, type DirectHost } from './direct-port.js';
 
 const port = parentPort!;
 const owner = setup.source.name;
@@ -216,11 +217,25 @@ async function load(): Promise<void> {
   }
 }
 
+/** Direct calls from execute workers: the same registry call, views and peers by grant id. */
+const directHost: DirectHost = {
+  call: (name, args, ctx) => {
+    const tool = registry.findTool(name);
+    if (!tool) return Promise.reject(new Error(`Unknown tool: ${name}`));
+    return registry.callResolved(tool, args, ctx);
+  },
+  view: (grant) => remoteView({ call: grant }),
+  peer: (grant, wire) => remotePeer(grant, wire),
+};
+
 function close(): void {
-  // The plugin's proxies live on the hub's thread, which settles them.
-  state?.close();
-  post({ type: 'closed' });
-  outbox.flush();
+  // Direct calls running from execute scripts finish first, as the hub's own calls do.
+  void closeDirectPorts(`the plugin '${owner}' was unloaded`).then(() => {
+    // The plugin's proxies live on the hub's thread, which settles them.
+    state?.close();
+    post({ type: 'closed' });
+    outbox.flush();
+  });
 }
 
 onHubMessage((raw) => {
@@ -250,6 +265,8 @@ function onMessage(msg: ToWorker): void {
       );
     case 'close':
       return close();
+    case 'direct':
+      return serveDirectPort(msg.port, msg.finished, directHost);
   }
 }
 

@@ -68,7 +68,9 @@ export type ToWorker =
   | { type: 'answer'; id: number; ok: boolean; value?: unknown; error?: string; code?: string }
   /** A proxy's Lua callback, run for the hub's thread (answered with 'callback-done'). */
   | { type: 'callback'; id: number; url: string; which: 'transform' | 'auth'; args: unknown[] }
-  | { type: 'close' };
+  | { type: 'close' }
+  /** Serve direct calls from an execute worker on `port` (plugins/direct-port.ts). */
+  | { type: 'direct'; port: MessagePort; finished: Int32Array };
 
 export type FromWorker =
   | { type: 'loaded'; memory?: number }
