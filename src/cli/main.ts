@@ -134,12 +134,16 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     return;
   }
   let access: Access | undefined = undefined;
+  // limits.streams/notices/rate: one set of bounds for the transport and its dispatcher; the
+  // per-tool rate limits hold inside `execute` scripts too.
+  const flow = new FlowLimits(s.flow);
+  const innerRate = flow.toolGate();
   const hub = await startHub({
     hubId: s.hub_id,
     pluginDirs: s.dirs,
     logger,
     watch: flags.watch,
-    execute: s.execute,
+    execute: innerRate === undefined ? s.execute : { ...s.execute, innerRate },
     pluginSettings: s.config.plugins?.settings,
     upstreams: s.config.upstreams,
     pluginLimits: s.pluginLimits,
@@ -163,8 +167,6 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     throw err;
   }
   const onError = (err: unknown) => logger.error({ err }, 'internal error while serving a request');
-  // limits.streams/notices/rate: one set of bounds for the transport and its dispatcher.
-  const flow = new FlowLimits(s.flow);
   // Graceful shutdown (src/cli/shutdown.ts): every request is tracked so SIGTERM can drain them.
   const drain = new Drain();
   const drainMs = drainMsOf(s.config.shutdown, flags.drainMs);

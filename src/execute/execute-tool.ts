@@ -11,7 +11,7 @@ import { extractImages } from '../registry/result-images.js';
 import { toJsonText } from '../registry/results.js';
 import type { CallContext, ToolResult } from '../registry/types.js';
 import { directPlan, type DirectPlan } from './direct-plan.js';
-import type { ResolvedExecuteOptions } from './options.js';
+import type { InnerRateGate, ResolvedExecuteOptions } from './options.js';
 import type { ScriptPool } from './worker-pool.js';
 
 export const EXECUTE_OWNER = 'builtin:execute';
@@ -37,7 +37,7 @@ const SCRIPT_ENDED = new DOMException('the script ended', 'AbortError');
  * views layer hands out one filter function per principal and view generation, so a view that
  * changed is a new key; a registry change bumps the version.
  */
-function toolNamesCache(registry: Registry) {
+function toolNamesCache(registry: Registry, gate: InnerRateGate | undefined) {
   const byView = new WeakMap<object, ViewTools>();
   const all = {};
   return (filter: CallContext['filter'], caller: ToolCaller): ViewTools => {
@@ -46,7 +46,9 @@ function toolNamesCache(registry: Registry) {
     const hit = byView.get(key);
     if (hit?.version === version) return hit;
     const names = caller.listTools();
-    const entry = { version, names, direct: directPlan(registry, names) };
+    // A rate-limited tool's inner calls stay on the hub's path, where its bucket is taken.
+    const direct = directPlan(registry, gate ? names.filter((n) => !gate.limits(n)) : names);
+    const entry = { version, names, direct };
     byView.set(key, entry);
     return entry;
   };
@@ -65,7 +67,8 @@ export function executeHandler(
   opts: ResolvedExecuteOptions,
   logger: Logger,
 ) {
-  const toolNames = toolNamesCache(registry);
+  const gate = opts.innerRate;
+  const toolNames = toolNamesCache(registry, gate);
   return async (args: Record<string, unknown>, ctx: CallContext): Promise<ToolResult> => {
     const code = String(args.code);
     const timeoutMs = Math.min(
@@ -102,6 +105,7 @@ export function executeHandler(
         }
       },
     });
+    if (gate !== undefined) limitInnerCalls(caller, gate, ctx.principal);
     // observe: inner calls answer worker messages, outside this call's async context; bound to
     // it, their trace spans nest under this call's (a no-op while tracing is off).
     caller.call = context.bind(context.active(), caller.call);
@@ -133,5 +137,24 @@ export function executeHandler(
     } finally {
       inner.abort(SCRIPT_ENDED);
     }
+  };
+}
+
+/**
+ * Inner calls take their (principal, tool) token as the caller's own tools/call would: a script
+ * must not be a way around `limits.rate.tool`. A refused call fails like any inner call that
+ * fails (the script sees the error and may wait and retry).
+ */
+function limitInnerCalls(caller: ToolCaller, gate: InnerRateGate, principal?: string): void {
+  const call = caller.call;
+  caller.call = (name, args) => {
+    const refusal = gate.take(principal, name);
+    if (refusal === undefined) return call(name, args);
+    const { limit, retryAfterMs } = refusal;
+    return Promise.reject(
+      new Error(
+        `Rate limit exceeded for tool '${name}' (${limit}); retry after ${retryAfterMs} ms`,
+      ),
+    );
   };
 }

@@ -47,10 +47,28 @@ export interface ExecuteOptions {
    * replaced, so no run can leave a worker busy (default 1000 ms).
    */
   cleanupMs?: number;
+  /**
+   * The client's per-tool rate limits (`limits.rate.tool`, `limits.rate.tools`), applied to every
+   * inner call as to a client's own tools/call: a script cannot call a limited tool faster than
+   * its caller could. Absent: no tool is limited.
+   */
+  innerRate?: InnerRateGate;
 }
 
-export type ResolvedExecuteOptions = Required<Omit<ExecuteOptions, 'root'>> & {
+/** Per-(principal, tool) rate limits, as the server layer keeps them (a structural type). */
+export interface InnerRateGate {
+  /** True when some rule limits `tool` (its inner calls then stay on the hub's path). */
+  limits(tool: string): boolean;
+  /** Takes a token of (`principal`, `tool`): the refusal, or undefined when allowed. */
+  take(
+    principal: string | undefined,
+    tool: string,
+  ): { limit: string; retryAfterMs: number } | undefined;
+}
+
+export type ResolvedExecuteOptions = Required<Omit<ExecuteOptions, 'root' | 'innerRate'>> & {
   root: string | undefined;
+  innerRate: InnerRateGate | undefined;
 };
 
 export function resolveExecuteOptions(o: ExecuteOptions = {}): ResolvedExecuteOptions {
@@ -72,5 +90,6 @@ export function resolveExecuteOptions(o: ExecuteOptions = {}): ResolvedExecuteOp
     messagesPerSecond: o.messagesPerSecond ?? 200,
     graceMs: o.graceMs ?? 200,
     cleanupMs: o.cleanupMs ?? 1000,
+    innerRate: o.innerRate,
   };
 }

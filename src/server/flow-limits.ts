@@ -28,6 +28,14 @@ export interface FlowOptions {
   rateGlobal?: boolean;
 }
 
+/** Per-tool rate limits for calls made on a principal's behalf (see FlowLimits.toolGate). */
+export interface ToolRateGate {
+  /** True when some rule limits `tool`. */
+  limits(tool: string): boolean;
+  /** Takes a token of (`principal`, `tool`): the refusal, or undefined. */
+  take(principal: string | undefined, tool: string): RateRefusal | undefined;
+}
+
 /** The names refusals are counted under (`moonhub_limit_refusals_total{limit}`). */
 export type FlowRefusal = 'stream_buffer' | 'notice_size' | 'notice_rate' | 'rate';
 
@@ -54,6 +62,24 @@ export class FlowLimits {
       tools: opts.rateTools,
     });
     this.rate = rate.active ? rate : undefined;
+  }
+
+  /**
+   * The per-tool limits (`limits.rate.tool`, `limits.rate.tools`) as a gate for calls made inside
+   * a request on its principal's behalf (an `execute` script's inner calls); undefined when no
+   * tool is limited. Each inner call takes a token of (principal, tool) like a client's call.
+   */
+  toolGate(): ToolRateGate | undefined {
+    const rate = this.rate;
+    if (rate === undefined || !rate.limitsSomeTool) return undefined;
+    return {
+      limits: (tool) => rate.limitsTool(tool),
+      take: (principal, tool) => {
+        const refusal = rate.takeTool(principal, tool);
+        if (refusal !== undefined) this.refused?.('rate');
+        return refusal;
+      },
+    };
   }
 
   /** Takes a token for one request; the refusal (counted) when a bucket is empty. */

@@ -154,6 +154,11 @@ export class RateLimiter {
     return 0;
   }
 
+  /** True when some rule limits tools/call per (principal, tool). */
+  get limitsSomeTool(): boolean {
+    return this.tool !== undefined || this.overrides.length > 0;
+  }
+
   /** True when some rule applies (otherwise the limiter is left out altogether). */
   get active(): boolean {
     return this.principal !== undefined || this.tool !== undefined || this.overrides.length > 0;
@@ -173,6 +178,23 @@ export class RateLimiter {
       if (wait > 0) return { limit: 'limits.rate.principal', retryAfterMs: wait };
     }
     if (tool === undefined) return undefined;
+    return this.takeOfTool(who, tool, now);
+  }
+
+  /** True when a rule limits calls of `tool` (`limits.rate.tool` or a matching `tools` glob). */
+  limitsTool(tool: string): boolean {
+    return this.toolRule(tool) !== undefined;
+  }
+
+  /**
+   * Takes a token of (`principal`, `tool`) only: a call made on the principal's behalf inside
+   * one of its requests (an `execute` script's inner call), which its request already counted.
+   */
+  takeTool(principal: string | undefined, tool: string): RateRefusal | undefined {
+    return this.takeOfTool(principal ?? ANONYMOUS, tool, performance.now());
+  }
+
+  private takeOfTool(who: string, tool: string, now: number): RateRefusal | undefined {
     const rule = this.toolRule(tool);
     if (rule === undefined) return undefined;
     // The NUL cannot occur in a principal, so (principal, tool) pairs cannot collide.

@@ -36,6 +36,7 @@ plugins: { dirs: [plugins] }
 agents:
   A: { plugins: [p] }
   B: { plugins: [p] }
+  C: { plugins: [p], builtins: [execute] }
 limits:
   notices: { per_second: 20, burst: 20, message_bytes: 1024 }
   rate:
@@ -49,6 +50,7 @@ let hub: MoonhubProcess;
 let config: string;
 let A: Issued;
 let B: Issued;
+let C: Issued;
 
 before(async () => {
   dir = makeHubDir({ p: PLUGIN });
@@ -56,6 +58,7 @@ before(async () => {
   hub = await startMoonhub(['--config', config, '--data', dir.data, '--no-watch']);
   A = createSession(['--config', config, '--data', dir.data, '--agent', 'A', '--url', hub.url]);
   B = createSession(['--config', config, '--data', dir.data, '--agent', 'B', '--url', hub.url]);
+  C = createSession(['--config', config, '--data', dir.data, '--agent', 'C', '--url', hub.url]);
 });
 
 after(async () => {
@@ -174,6 +177,52 @@ describe('per-tool rate limit (override by glob)', () => {
     assert.equal(third.retryAfter, String(Math.ceil(third.error!.data!.retryAfterMs / 1000)));
     // The same principal's other tools, and the same tool for B, are not affected.
     assert.equal((await callAs(A, 'ok')).status, 200);
+    assert.equal((await callAs(B, 'slow.report')).status, 200);
+  });
+});
+
+describe('per-tool rate limit inside execute', () => {
+  it("takes the caller's (principal, tool) token for each inner call: a script is no way around it", async () => {
+    // Three quick inner calls of a slow.* tool (burst 2, one token per 2 s), and one of `ok`.
+    const code = `
+      local out = {}
+      for i = 1, 3 do
+        local r = task.await(mcp.call("slow.report", {}))
+        out[i] = r.is_error and r.content or "served"
+      end
+      out[4] = task.await(mcp.call("ok", {})).is_error and "refused" or "served"
+      return out`;
+    const res = await fetch(hub.url, {
+      method: 'POST',
+      headers: { ...modernHeaders('execute'), authorization: `Bearer ${C.token}` },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: {
+          name: 'execute',
+          arguments: { code },
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientCapabilities': {},
+          },
+        },
+      }),
+    });
+    assert.equal(res.status, 200);
+    const text = await res.text();
+    const body = JSON.parse(/^data: (.*)$/m.exec(text)?.[1] ?? text) as {
+      result: { structuredContent: { result: string[] } };
+    };
+    const out = body.result.structuredContent.result;
+    assert.deepEqual(out.slice(0, 2), ['served', 'served']);
+    assert.match(
+      out[2]!,
+      /Rate limit exceeded for tool 'slow\.report' \(limits\.rate\.tools\["slow\.\*"\]\); retry after \d+ ms/,
+    );
+    assert.equal(out[3], 'served', "an unlimited tool's inner calls are not refused");
+    // The script spent C's tokens: C's own call of the tool is refused too, B's is not.
+    assert.equal((await callAs(C, 'slow.report')).status, 429);
     assert.equal((await callAs(B, 'slow.report')).status, 200);
   });
 });
