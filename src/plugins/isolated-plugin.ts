@@ -21,9 +21,11 @@ import { HubAnswers } from './hub-answers.js';
 import { MessageBatch, isBundle, type MessageBundle } from './message-batch.js';
 import { RegistryMirror } from './mirror.js';
 import { plainContext } from './remote-registry.js';
+import { ContextTable, DEFAULT_CONTEXT_TABLE_SIZE, peerWire } from './context-table.js';
+import { RAW_JSON } from '../registry/raw-json.js';
 import type { FromWorker, PluginWorkerSetup, SyncRequest, ToWorker } from './worker-protocol.js';
 import { startWorker, type WorkerPool } from './worker-pool.js';
-import { decode, encode, jsonExact } from './wire.js';
+import { decode, encode, jsonExact, valueText } from './wire.js';
 
 export interface IsolatedPluginOptions {
   registry: Registry;
@@ -40,6 +42,8 @@ export interface IsolatedPluginOptions {
   limits?: Readonly<Record<string, number>>;
   /** Where workers come from (a spare started ahead makes reloads and restarts fast). */
   pool?: WorkerPool;
+  /** Callers' contexts the worker keeps (`plugins.context_table_size`; 0: sent with each call). */
+  contextTableSize?: number;
 }
 
 interface Pending {
@@ -51,6 +55,8 @@ interface Pending {
   what: string;
   limitMs: number;
   scope: AsyncResource;
+  /** A tool call: its result may pass on as the JSON text the worker made. */
+  tool: boolean;
 }
 
 export { WORKER_HEAP_MB } from './worker-pool.js';
@@ -58,6 +64,11 @@ export { WORKER_HEAP_MB } from './worker-pool.js';
 const FINISHED_KEPT = 1024;
 
 let nextCall = 1;
+
+/** A tool result whose own JSON is what the dispatcher would send for it (no `_meta` to merge). */
+function passable(v: unknown): v is object {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !('_meta' in v);
+}
 
 export class IsolatedPlugin {
   /** The state's Lua memory as the worker last reported it (after its load and each call). */
@@ -88,9 +99,16 @@ export class IsolatedPlugin {
    */
   private hardStop: NodeJS.Timeout | undefined;
   private armedFor = Infinity;
+  /** The JSON text of the value of the result message being handled, when it has one. */
+  private text: string | undefined;
+  /** The callers' contexts the worker holds, named by id in each call. */
+  private readonly contexts: ContextTable;
 
   private constructor(private readonly opts: IsolatedPluginOptions) {
     this.log = opts.logger;
+    this.contexts = new ContextTable(opts.contextTableSize ?? DEFAULT_CONTEXT_TABLE_SIZE, (msg) =>
+      this.outbox.post(msg),
+    );
     this.mirror = new RegistryMirror(opts.registry, opts.source.name, this);
     this.answers = new HubAnswers({
       registry: opts.registry,
@@ -206,6 +224,7 @@ export class IsolatedPlugin {
     this.outbox = new MessageBatch<ToWorker | string>(worker, (msg, err) => {
       if (typeof msg !== 'string') this.uncloneable(msg, err);
     });
+    this.contexts.clear();
     this.syncPort = port1;
     this.mirror.hold();
     // The worker's messages and its synchronous questions travel on different ports, which keep
@@ -267,10 +286,18 @@ export class IsolatedPlugin {
           caughtUp();
         }
       };
+      const receive = (raw: FromWorker | string): void => {
+        if (typeof raw !== 'string') return handle(raw);
+        this.text = valueText(raw);
+        try {
+          handle(JSON.parse(raw) as FromWorker);
+        } finally {
+          this.text = undefined;
+        }
+      };
       worker.on('message', (raw: FromWorker | MessageBundle<FromWorker | string> | string) => {
-        const msg = decode(raw);
-        if (!isBundle(msg)) return handle(msg);
-        for (const m of msg.messages) handle(decode(m));
+        if (typeof raw === 'string' || !isBundle(raw)) return receive(raw);
+        for (const m of raw.messages) receive(m);
       });
       worker.on('error', (err) => {
         if (gen !== this.generation) return;
@@ -373,20 +400,45 @@ export class IsolatedPlugin {
       const deadline = performance.now() + limit + this.opts.graceMs;
       // The caller's async context, for the nested calls the handler makes (hub-answers.ts).
       const scope = new AsyncResource('moonhub.plugin-call');
-      this.calls.set(id, { resolve, reject, deadline, ctx, what, limitMs: limit, scope });
+      const tool = kind === 'tool';
+      this.calls.set(id, { resolve, reject, deadline, ctx, what, limitMs: limit, scope, tool });
       this.armHardStop(deadline);
-      const peer = ctx.peer;
       // Alone, a call goes at once; with others in flight, it shares the turn's postMessage.
       const now = this.calls.size <= 1;
-      const msg: ToWorker = { type: 'invoke', id, kind, name, input, ctx: plainContext(ctx) };
-      // No undefined fields: the message is sent as JSON when JSON carries it exactly (wire.ts).
-      if (peer !== undefined) {
-        msg.peer = { pollLater: typeof peer.pollLater === 'function' };
-        if (peer.clientCapabilities !== undefined) msg.peer.caps = peer.clientCapabilities;
-      }
-      if (complete !== undefined) msg.complete = complete;
-      this.outbox.post(encode(msg, jsonExact(msg)), now);
+      const msg = this.invokeMessage(id, kind, name, input, ctx, complete);
+      // The members besides input, rid and complete are ids and names, exact by construction.
+      const exact =
+        jsonExact(input) &&
+        (msg.ctx === undefined || jsonExact(msg)) &&
+        (complete === undefined || jsonExact(complete)) &&
+        (msg.rid === undefined || jsonExact(msg.rid));
+      this.outbox.post(encode(msg, exact), now);
     });
+  }
+
+  /** A call's message: its caller named by a context-table entry, or carried whole. */
+  private invokeMessage(
+    id: number,
+    kind: Extract<ToWorker, { type: 'invoke' }>['kind'],
+    name: string,
+    input: unknown,
+    ctx: CallContext,
+    complete: Extract<ToWorker, { type: 'invoke' }>['complete'],
+  ): Extract<ToWorker, { type: 'invoke' }> {
+    const peer = peerWire(ctx);
+    const cx = this.contexts.idOf(ctx, peer);
+    const msg: Extract<ToWorker, { type: 'invoke' }> = { type: 'invoke', id, kind, name, input };
+    // No undefined fields: the message is sent as JSON when JSON carries it exactly (wire.ts).
+    if (cx === undefined) {
+      msg.ctx = plainContext(ctx);
+      if (peer !== undefined) msg.peer = peer;
+    } else {
+      msg.cx = cx;
+      if (ctx.request_id !== undefined) msg.rid = ctx.request_id;
+      if (ctx.uri !== undefined) msg.uri = ctx.uri;
+    }
+    if (complete !== undefined) msg.complete = complete;
+    return msg;
   }
 
   private overran(id: number): void {
@@ -408,6 +460,12 @@ export class IsolatedPlugin {
     if (!c) return;
     this.calls.delete(id);
     this.remember(id, c.ctx);
+    const text = this.text;
+    if (ok && c.tool && text !== undefined && passable(value)) {
+      // The worker's JSON of an exact tool result (wire.ts): the dispatcher splices it into the
+      // answer instead of serialising the object again (registry/raw-json.ts).
+      Object.defineProperty(value, RAW_JSON, { value: text });
+    }
     if (ok) c.resolve(value);
     else c.reject(code ? new RegistryError(code as never, error ?? '') : new Error(error));
     if (this.phase === 'retired' && this.calls.size === 0) this.close();
@@ -471,6 +529,8 @@ export class IsolatedPlugin {
 
   /** A message that could not be copied to the worker fails what waits on it, not the plugin. */
   private uncloneable(msg: ToWorker, err: Error): void {
+    // The calls naming it fail in the worker (an unknown caller), later ones define it again.
+    if (msg.type === 'context') return this.contexts.drop(msg.cx);
     if (msg.type === 'answer') {
       this.outbox.post({
         type: 'answer',

@@ -1,0 +1,115 @@
+/**
+ * The callers' contexts a plugin's worker holds, so that a call names its caller's by a small id
+ * instead of carrying it (and the worker building it again) every time. An entry is what stays
+ * the same across one caller's calls: hub id, session, principal, agent, target, plugin and the
+ * client's capabilities; the per-call fields (request id, resource URI) still travel with each
+ * call. Entries are keyed by their whole content, so two callers that differ in any field never
+ * share one. The table is bounded (least recently used dropped first, and the worker told to drop
+ * it too); ids are never reused, so a late message can never name another caller's entry.
+ */
+import type { CallContext } from '../registry/types.js';
+import type { PeerWire, PlainContext, ToWorker } from './worker-protocol.js';
+
+/** Default bound of the entries per plugin worker (`plugins.context_table_size`). */
+export const DEFAULT_CONTEXT_TABLE_SIZE = 256;
+
+/** What a cacheable context holds (per-call fields left out), as sent once to the worker. */
+export interface ContextEntry {
+  ctx: PlainContext;
+  peer?: PeerWire;
+}
+
+/** Capabilities objects seen before, with their JSON (a session's object is the same each call). */
+const capsText = new WeakMap<object, string>();
+
+function capsKey(caps: Record<string, unknown>): string {
+  let text = capsText.get(caps);
+  if (text === undefined) {
+    text = JSON.stringify(caps);
+    capsText.set(caps, text);
+  }
+  return text;
+}
+
+/** A field in the key: its length first, so no value can run into the next one. */
+function part(v: string | undefined): string {
+  return v === undefined ? '-' : v.length + ':' + v;
+}
+
+/** The caller's part of a call's message: the peer as data, when the call has a client. */
+export function peerWire(ctx: CallContext): PeerWire | undefined {
+  const peer = ctx.peer;
+  if (peer === undefined) return undefined;
+  const out: PeerWire = { pollLater: typeof peer.pollLater === 'function' };
+  if (peer.clientCapabilities !== undefined) out.caps = peer.clientCapabilities;
+  return out;
+}
+
+export class ContextTable {
+  /** Key to id, least recently used first. */
+  private readonly ids = new Map<string, number>();
+  private next = 1;
+
+  /** `send`: posts a message to the worker, in order with the calls. */
+  constructor(
+    private readonly size: number,
+    private readonly send: (msg: ToWorker) => void,
+  ) {}
+
+  /**
+   * The id of the entry for `ctx` (defined in the worker first when new), or undefined when the
+   * context cannot be shared: a Lua caller's own fields, or a table of size 0.
+   */
+  idOf(ctx: CallContext, peer: PeerWire | undefined): number | undefined {
+    if (ctx.fields !== undefined || this.size <= 0) return undefined;
+    let key = part(ctx.hub_id) + part(ctx.session_uuid) + part(ctx.principal);
+    key += part(ctx.agent_name) + part(ctx.target) + part(ctx.plugin);
+    if (peer !== undefined) {
+      key += peer.pollLater ? 'P' : 'p';
+      key += peer.caps === undefined ? '-' : part(capsKey(peer.caps));
+    }
+    const known = this.ids.get(key);
+    if (known !== undefined) {
+      // Most recently used last.
+      this.ids.delete(key);
+      this.ids.set(key, known);
+      return known;
+    }
+    const id = this.next++;
+    const entry: ContextEntry = { ctx: sharedPart(ctx) };
+    if (peer !== undefined) entry.peer = peer;
+    this.send({ type: 'context', cx: id, entry });
+    this.ids.set(key, id);
+    if (this.ids.size > this.size) {
+      const [oldKey, oldId] = this.ids.entries().next().value as [string, number];
+      this.ids.delete(oldKey);
+      this.send({ type: 'forget', cx: oldId });
+    }
+    return id;
+  }
+
+  /** Entry `cx` never reached the worker (its message could not be copied): not to be named. */
+  drop(cx: number): void {
+    for (const [key, id] of this.ids) if (id === cx) this.ids.delete(key);
+  }
+
+  /** A new worker knows no entry. */
+  clear(): void {
+    this.ids.clear();
+  }
+
+  get entries(): number {
+    return this.ids.size;
+  }
+}
+
+/** The fields of `ctx` that are the same for all of one caller's calls. */
+function sharedPart(ctx: CallContext): PlainContext {
+  const out: PlainContext = { hub_id: ctx.hub_id };
+  if (ctx.session_uuid !== undefined) out.session_uuid = ctx.session_uuid;
+  if (ctx.agent_name !== undefined) out.agent_name = ctx.agent_name;
+  if (ctx.target !== undefined) out.target = ctx.target;
+  if (ctx.principal !== undefined) out.principal = ctx.principal;
+  if (ctx.plugin !== undefined) out.plugin = ctx.plugin;
+  return out;
+}
