@@ -25,7 +25,7 @@ import { ContextTable, DEFAULT_CONTEXT_TABLE_SIZE, peerWire } from './context-ta
 import { RAW_JSON } from '../registry/raw-json.js';
 import type { FromWorker, PluginWorkerSetup, SyncRequest, ToWorker } from './worker-protocol.js';
 import { startWorker, type WorkerPool } from './worker-pool.js';
-import { decode, encode, jsonExact, valueText } from './wire.js';
+import { encode, jsonExact, valueText } from './wire.js';
 
 export interface IsolatedPluginOptions {
   registry: Registry;
