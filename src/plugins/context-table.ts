@@ -49,6 +49,9 @@ export class ContextTable {
   /** Key to id, least recently used first. */
   private readonly ids = new Map<string, number>();
   private next = 1;
+  /** The most recently used entry (the last of `ids`). */
+  private lastKey: string | undefined;
+  private lastId: number | undefined;
 
   /** `send`: posts a message to the worker, in order with the calls. */
   constructor(
@@ -68,11 +71,15 @@ export class ContextTable {
       key += peer.pollLater ? 'P' : 'p';
       key += peer.caps === undefined ? '-' : part(capsKey(peer.caps));
     }
+    // The same caller as the last call (one stdio client, a busy session): already last.
+    if (key === this.lastKey) return this.lastId;
     const known = this.ids.get(key);
     if (known !== undefined) {
       // Most recently used last.
       this.ids.delete(key);
       this.ids.set(key, known);
+      this.lastKey = key;
+      this.lastId = known;
       return known;
     }
     const id = this.next++;
@@ -80,6 +87,8 @@ export class ContextTable {
     if (peer !== undefined) entry.peer = peer;
     this.send({ type: 'context', cx: id, entry });
     this.ids.set(key, id);
+    this.lastKey = key;
+    this.lastId = id;
     if (this.ids.size > this.size) {
       const [oldKey, oldId] = this.ids.entries().next().value as [string, number];
       this.ids.delete(oldKey);
@@ -91,11 +100,13 @@ export class ContextTable {
   /** Entry `cx` never reached the worker (its message could not be copied): not to be named. */
   drop(cx: number): void {
     for (const [key, id] of this.ids) if (id === cx) this.ids.delete(key);
+    if (this.lastId === cx) this.lastKey = this.lastId = undefined;
   }
 
   /** A new worker knows no entry. */
   clear(): void {
     this.ids.clear();
+    this.lastKey = this.lastId = undefined;
   }
 
   get entries(): number {

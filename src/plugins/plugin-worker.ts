@@ -186,38 +186,43 @@ async function run(msg: Extract<ToWorker, { type: 'invoke' }>): Promise<unknown>
   }
 }
 
-function invoke(msg: Extract<ToWorker, { type: 'invoke' }>): void {
-  run(msg)
-    .then(
-      (value) => {
-        posted++;
-        const memory = state?.memoryUsed;
-        // JSON when it carries the value exactly, value last (wire.ts resultText): the hub
-        // passes a tool result's text on as it is.
-        if (jsonExact(value)) {
-          try {
-            return postResult(resultText(msg.id, value, memory));
-          } catch {
-            // Too large for one string: the structured clone (and its refusal) decide.
-          }
-        }
-        const out: FromWorker = { type: 'result', id: msg.id, ok: true, value };
-        if (memory !== undefined) out.memory = memory;
-        postResult(out);
-      },
-      (err: unknown) => {
-        const e = err as Error & { code?: string };
-        const out: FromWorker = {
-          type: 'result',
-          id: msg.id,
-          ok: false,
-          error: e instanceof Error ? e.message : String(err),
-        };
-        if (typeof e?.code === 'string') out.code = e.code;
-        post(out);
-      },
-    )
-    .finally(() => running.delete(msg.id));
+/** Runs a call and posts its result (one async function: no promise chain per call). */
+async function invoke(msg: Extract<ToWorker, { type: 'invoke' }>): Promise<void> {
+  let value: unknown;
+  try {
+    value = await run(msg);
+  } catch (err) {
+    const e = err as Error & { code?: string };
+    const out: FromWorker = {
+      type: 'result',
+      id: msg.id,
+      ok: false,
+      error: e instanceof Error ? e.message : String(err),
+    };
+    if (typeof e?.code === 'string') out.code = e.code;
+    post(out);
+    running.delete(msg.id);
+    return;
+  }
+  posted++;
+  const memory = state?.memoryUsed;
+  // JSON when it carries the value exactly, value last (wire.ts resultText): the hub passes a
+  // tool result's text on as it is. Posted while the call still counts as running (postResult).
+  let wire: FromWorker | string | undefined;
+  if (jsonExact(value)) {
+    try {
+      wire = resultText(msg.id, value, memory);
+    } catch {
+      // Too large for one string: the structured clone (and its refusal) decide.
+    }
+  }
+  if (wire === undefined) {
+    const out: FromWorker = { type: 'result', id: msg.id, ok: true, value };
+    if (memory !== undefined) out.memory = memory;
+    wire = out;
+  }
+  postResult(wire);
+  running.delete(msg.id);
 }
 
 let state: LuaState | undefined;
@@ -277,7 +282,7 @@ onHubMessage((raw) => {
 function onMessage(msg: ToWorker): void {
   switch (msg.type) {
     case 'invoke':
-      return invoke(msg);
+      return void invoke(msg);
     case 'answer': {
       const a = asked.get(msg.id);
       if (!a) return;
