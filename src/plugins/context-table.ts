@@ -8,7 +8,10 @@
  * it too); ids are never reused, so a late message can never name another caller's entry.
  */
 import type { CallContext } from '../registry/types.js';
+import { plainContext } from './remote-registry.js';
 import type { PeerWire, PlainContext, ToWorker } from './worker-protocol.js';
+
+type Invoke = Extract<ToWorker, { type: 'invoke' }>;
 
 /** Default bound of the entries per plugin worker (`plugins.context_table_size`). */
 export const DEFAULT_CONTEXT_TABLE_SIZE = 256;
@@ -123,4 +126,30 @@ function sharedPart(ctx: CallContext): PlainContext {
   if (ctx.principal !== undefined) out.principal = ctx.principal;
   if (ctx.plugin !== undefined) out.plugin = ctx.plugin;
   return out;
+}
+
+/** A call's message: its caller named by an entry of `table`, or carried whole. */
+export function callMessage(
+  table: ContextTable,
+  id: number,
+  kind: Invoke['kind'],
+  name: string,
+  input: unknown,
+  ctx: CallContext,
+  complete: Invoke['complete'],
+): Invoke {
+  const peer = peerWire(ctx);
+  const cx = table.idOf(ctx, peer);
+  const msg: Invoke = { type: 'invoke', id, kind, name, input };
+  // No undefined fields: the message is sent as JSON when JSON carries it exactly (wire.ts).
+  if (cx === undefined) {
+    msg.ctx = plainContext(ctx);
+    if (peer !== undefined) msg.peer = peer;
+  } else {
+    msg.cx = cx;
+    if (ctx.request_id !== undefined) msg.rid = ctx.request_id;
+    if (ctx.uri !== undefined) msg.uri = ctx.uri;
+  }
+  if (complete !== undefined) msg.complete = complete;
+  return msg;
 }

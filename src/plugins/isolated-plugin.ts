@@ -20,12 +20,10 @@ import type { PluginSource } from './discover.js';
 import { HubAnswers } from './hub-answers.js';
 import { MessageBatch, isBundle, type MessageBundle } from './message-batch.js';
 import { RegistryMirror } from './mirror.js';
-import { plainContext } from './remote-registry.js';
-import { ContextTable, DEFAULT_CONTEXT_TABLE_SIZE, peerWire } from './context-table.js';
-import { RAW_JSON } from '../registry/raw-json.js';
+import { ContextTable, DEFAULT_CONTEXT_TABLE_SIZE, callMessage } from './context-table.js';
 import type { FromWorker, PluginWorkerSetup, SyncRequest, ToWorker } from './worker-protocol.js';
 import { startWorker, type WorkerPool } from './worker-pool.js';
-import { encode, jsonExact, valueText } from './wire.js';
+import { encode, jsonExact, markRaw, valueText } from './wire.js';
 
 export interface IsolatedPluginOptions {
   registry: Registry;
@@ -64,11 +62,6 @@ export { WORKER_HEAP_MB } from './worker-pool.js';
 const FINISHED_KEPT = 1024;
 
 let nextCall = 1;
-
-/** A tool result whose own JSON is what the dispatcher would send for it (no `_meta` to merge). */
-function passable(v: unknown): v is object {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && !('_meta' in v);
-}
 
 export class IsolatedPlugin {
   /** The state's Lua memory as the worker last reported it (after its load and each call). */
@@ -405,7 +398,7 @@ export class IsolatedPlugin {
       this.armHardStop(deadline);
       // Alone, a call goes at once; with others in flight, it shares the turn's postMessage.
       const now = this.calls.size <= 1;
-      const msg = this.invokeMessage(id, kind, name, input, ctx, complete);
+      const msg = callMessage(this.contexts, id, kind, name, input, ctx, complete);
       // The members besides input, rid and complete are ids and names, exact by construction.
       const exact =
         jsonExact(input) &&
@@ -414,31 +407,6 @@ export class IsolatedPlugin {
         (msg.rid === undefined || jsonExact(msg.rid));
       this.outbox.post(encode(msg, exact), now);
     });
-  }
-
-  /** A call's message: its caller named by a context-table entry, or carried whole. */
-  private invokeMessage(
-    id: number,
-    kind: Extract<ToWorker, { type: 'invoke' }>['kind'],
-    name: string,
-    input: unknown,
-    ctx: CallContext,
-    complete: Extract<ToWorker, { type: 'invoke' }>['complete'],
-  ): Extract<ToWorker, { type: 'invoke' }> {
-    const peer = peerWire(ctx);
-    const cx = this.contexts.idOf(ctx, peer);
-    const msg: Extract<ToWorker, { type: 'invoke' }> = { type: 'invoke', id, kind, name, input };
-    // No undefined fields: the message is sent as JSON when JSON carries it exactly (wire.ts).
-    if (cx === undefined) {
-      msg.ctx = plainContext(ctx);
-      if (peer !== undefined) msg.peer = peer;
-    } else {
-      msg.cx = cx;
-      if (ctx.request_id !== undefined) msg.rid = ctx.request_id;
-      if (ctx.uri !== undefined) msg.uri = ctx.uri;
-    }
-    if (complete !== undefined) msg.complete = complete;
-    return msg;
   }
 
   private overran(id: number): void {
@@ -460,12 +428,8 @@ export class IsolatedPlugin {
     if (!c) return;
     this.calls.delete(id);
     this.remember(id, c.ctx);
-    const text = this.text;
-    if (ok && c.tool && text !== undefined && passable(value)) {
-      // The worker's JSON of an exact tool result (wire.ts): the dispatcher splices it into the
-      // answer instead of serialising the object again (registry/raw-json.ts).
-      Object.defineProperty(value, RAW_JSON, { value: text });
-    }
+    // The worker's JSON of an exact tool result: the dispatcher splices it into the answer.
+    if (ok && c.tool && this.text !== undefined) markRaw(value, this.text);
     if (ok) c.resolve(value);
     else c.reject(code ? new RegistryError(code as never, error ?? '') : new Error(error));
     if (this.phase === 'retired' && this.calls.size === 0) this.close();

@@ -6,6 +6,8 @@
  * -0, `undefined` in an array, a class instance, very deep nesting) keeps the structured clone.
  */
 
+import { RAW_JSON } from '../registry/raw-json.js';
+
 /** The deepest value checked; deeper ones go by structured clone (no recursion limit issue). */
 const MAX_DEPTH = 64;
 
@@ -80,4 +82,15 @@ export function valueText(msg: string): string | undefined {
   // Only resultText's members: id, ok true, memory (an error result has no value member).
   if (!/^\d+,"ok":true(?:,"memory":\d+)?$/.test(head)) return undefined;
   return msg.slice(at + VALUE_KEY.length, -1);
+}
+
+/**
+ * Marks a tool result parsed from a result message with its value's text (`RAW_JSON`), which the
+ * dispatcher splices into the answer instead of serialising the object: only a plain object
+ * without `_meta` (the dispatcher merges its own into that one).
+ */
+export function markRaw(value: unknown, text: string): void {
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || '_meta' in value)
+    return;
+  Object.defineProperty(value, RAW_JSON, { value: text });
 }
