@@ -13,6 +13,7 @@ import { ContextTable } from '../../src/plugins/context-table.js';
 import type { ToWorker } from '../../src/plugins/worker-protocol.js';
 import type { CallContext } from '../../src/registry/types.js';
 import { BIN, startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
+import { callTool } from './isolation-helpers.js';
 import {
   createSession,
   makeHubDir,
@@ -129,6 +130,38 @@ describe('callers alternating on one plugin worker (table of 2, three callers)',
     for (let i = 0; i < 60; i++) batch.push(call(AGENTS[(i * 7) % 3]!, id++));
     await Promise.all(batch);
     assert.ok(hub.alive());
+  });
+});
+
+const RESTARTED = String.raw`
+mcp.tool("st.ctx", {}, function(_, context) return "hub " .. context.hub_id end)
+mcp.tool("st.stuck", { timeout_ms = 300 }, function()
+  return tostring(string.find(string.rep("a", 100000), ".-.-.-.-.-.-x"))
+end)
+`;
+
+describe('a restarted worker starts with an empty table on both sides', () => {
+  let hub: MoonhubProcess;
+  before(async () => {
+    const dir = makeHubDir({ st: RESTARTED });
+    const config = dir.write(
+      'moonhub.yaml',
+      'hub_id: ctxhub\nplugins: { dirs: [plugins], hard_stop_grace_ms: 200 }\n',
+    );
+    hub = await startMoonhub(['--config', config, '--no-watch']);
+  });
+  after(async () => hub.stop());
+
+  it('calls after a hard stop define their caller again and are answered', async () => {
+    assert.equal((await callTool(hub.url, 'st.ctx')).text, 'hub ctxhub');
+    const stuck = await callTool(hub.url, 'st.stuck');
+    assert.equal(stuck.isError, true);
+    assert.match(stuck.text, /stopped hard/);
+    for (let i = 0; i < 3; i++) {
+      const r = await callTool(hub.url, 'st.ctx');
+      assert.equal(r.isError, false, r.text);
+      assert.equal(r.text, 'hub ctxhub');
+    }
   });
 });
 
