@@ -15,6 +15,11 @@ type Invoke = Extract<ToWorker, { type: 'invoke' }>;
 
 /** Default bound of the entries per plugin worker (`plugins.context_table_size`). */
 export const DEFAULT_CONTEXT_TABLE_SIZE = 256;
+/**
+ * Longest client capabilities (JSON characters) an entry keeps: a client's capabilities are its
+ * own to size, and the table must not hold 256 bodies' worth; larger ones travel with the call.
+ */
+export const MAX_SHARED_CAPS_CHARS = 4096;
 
 /** What a cacheable context holds (per-call fields left out), as sent once to the worker. */
 export interface ContextEntry {
@@ -72,7 +77,11 @@ export class ContextTable {
     key += part(ctx.agent_name) + part(ctx.target) + part(ctx.plugin);
     if (peer !== undefined) {
       key += peer.pollLater ? 'P' : 'p';
-      key += peer.caps === undefined ? '-' : part(capsKey(peer.caps));
+      if (peer.caps !== undefined) {
+        const caps = capsKey(peer.caps);
+        if (caps.length > MAX_SHARED_CAPS_CHARS) return undefined;
+        key += part(caps);
+      } else key += '-';
     }
     // The same caller as the last call (one stdio client, a busy session): already last.
     if (key === this.lastKey) return this.lastId;

@@ -53,6 +53,9 @@ describe('the context table (hub side)', () => {
     const defined = sent.filter((m) => m.type === 'context');
     assert.equal(defined.length, t.entries);
     for (const m of defined) assert.equal('request_id' in m.entry.ctx, false);
+    // Large client capabilities are not kept: the call carries them.
+    const huge = { experimental: { x: 'y'.repeat(5000) } };
+    assert.equal(t.idOf(ctx('a'), { pollLater: true, caps: huge }), undefined);
     // A Lua caller's own fields are not shared: the call carries its context.
     assert.equal(t.idOf(ctx('a', { fields: { x: 1 } }), undefined), undefined);
     assert.equal(new ContextTable(0, () => undefined).idOf(ctx('a'), undefined), undefined);
