@@ -34,6 +34,8 @@ export interface HubOptions {
   hardStopGraceMs?: number;
   /** Keep a plugin worker started ahead of need (`plugins.spare_worker`; default: when watching). */
   spareWorker?: boolean;
+  /** Callers' contexts each plugin worker keeps (`plugins.context_table_size`; default 256). */
+  contextTableSize?: number;
 }
 
 export interface Hub {
@@ -68,6 +70,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     isolation: opts.isolation,
     hardStopGraceMs: opts.hardStopGraceMs,
     spareWorker: opts.spareWorker,
+    contextTableSize: opts.contextTableSize,
   });
   registerHubStatus(registry, plugins, opts.pluginDirs);
   const upstreamsReady = startConfiguredUpstreams(registry, opts.upstreams ?? {}, opts.logger);

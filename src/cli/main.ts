@@ -150,6 +150,7 @@ async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
     isolation: s.isolation.mode,
     hardStopGraceMs: s.isolation.graceMs,
     spareWorker: s.isolation.spareWorker,
+    contextTableSize: s.isolation.contextTableSize,
     sessionViews: (uuid) => (access === undefined ? null : access.viewOfSession(uuid)),
   });
   // A hub bound to a named address must accept that name in Host (DNS-rebinding check).

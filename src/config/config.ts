@@ -68,6 +68,8 @@ export interface HubConfig {
     hard_stop_grace_ms?: number;
     /** Keep one plugin worker started ahead of need, for fast reloads and restarts. */
     spare_worker?: boolean;
+    /** Callers' contexts each plugin worker keeps (default 256; 0: sent with every call). */
+    context_table_size?: number;
   };
   /** Upstream MCP servers by name (`mcpServers` shape); see UpstreamConfig. */
   upstreams?: Record<string, UpstreamConfig>;

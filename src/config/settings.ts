@@ -45,7 +45,13 @@ export interface Settings {
   /** The `execute` built-in's options from the config file (`enabled: false` leaves it out). */
   execute: ExecuteSettings;
   /** Where plugins run (`plugins.isolation`) and their hard stop's grace (`plugins.hard_stop_grace_ms`). */
-  isolation: { mode?: 'worker' | 'none'; graceMs?: number; spareWorker?: boolean };
+  isolation: {
+    mode?: 'worker' | 'none';
+    graceMs?: number;
+    spareWorker?: boolean;
+    /** `plugins.context_table_size`: callers' contexts each plugin worker keeps. */
+    contextTableSize?: number;
+  };
   /** Scale-out (docs/scale-out.md): Redis URL, key prefix, worker processes (1: none). */
   cluster: {
     redis: string | undefined;
@@ -100,6 +106,7 @@ export function resolveSettings(flags: SettingsFlags): Settings {
       mode: config.plugins?.isolation,
       graceMs: config.plugins?.hard_stop_grace_ms,
       spareWorker: config.plugins?.spare_worker,
+      contextTableSize: config.plugins?.context_table_size,
     },
     cluster: {
       redis: flags.redis ?? config.cluster?.redis,

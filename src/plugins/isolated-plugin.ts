@@ -21,10 +21,10 @@ import type { DirectPlugin } from './direct-port.js';
 import { HubAnswers } from './hub-answers.js';
 import { MessageBatch, isBundle, type MessageBundle } from './message-batch.js';
 import { RegistryMirror } from './mirror.js';
-import { plainContext } from './remote-registry.js';
+import { ContextTable, DEFAULT_CONTEXT_TABLE_SIZE, callMessage } from './context-table.js';
 import type { FromWorker, PluginWorkerSetup, SyncRequest, ToWorker } from './worker-protocol.js';
 import { startWorker, type WorkerPool } from './worker-pool.js';
-import { decode, encode, jsonExact } from './wire.js';
+import { encode, jsonExact, markRaw, valueText } from './wire.js';
 
 export interface IsolatedPluginOptions {
   registry: Registry;
@@ -41,6 +41,8 @@ export interface IsolatedPluginOptions {
   limits?: Readonly<Record<string, number>>;
   /** Where workers come from (a spare started ahead makes reloads and restarts fast). */
   pool?: WorkerPool;
+  /** Callers' contexts the worker keeps (`plugins.context_table_size`; 0: sent with each call). */
+  contextTableSize?: number;
 }
 
 interface Pending {
@@ -52,6 +54,8 @@ interface Pending {
   what: string;
   limitMs: number;
   scope: AsyncResource;
+  /** A tool call: its result may pass on as the JSON text the worker made. */
+  tool: boolean;
 }
 
 export { WORKER_HEAP_MB } from './worker-pool.js';
@@ -92,9 +96,16 @@ export class IsolatedPlugin implements DirectPlugin {
   /** Execute runs' contexts by grant id (negative): direct calls act for them (direct-port.ts). */
   private readonly grants = new Map<number, CallContext>();
   private nextGrant = -1;
+  /** The JSON text of the value of the result message being handled, when it has one. */
+  private text: string | undefined;
+  /** The callers' contexts the worker holds, named by id in each call. */
+  private readonly contexts: ContextTable;
 
   private constructor(private readonly opts: IsolatedPluginOptions) {
     this.log = opts.logger;
+    this.contexts = new ContextTable(opts.contextTableSize ?? DEFAULT_CONTEXT_TABLE_SIZE, (msg) =>
+      this.outbox.post(msg),
+    );
     this.mirror = new RegistryMirror(opts.registry, opts.source.name, this);
     this.answers = new HubAnswers({
       registry: opts.registry,
@@ -210,6 +221,7 @@ export class IsolatedPlugin implements DirectPlugin {
     this.outbox = new MessageBatch<ToWorker | string>(worker, (msg, err) => {
       if (typeof msg !== 'string') this.uncloneable(msg, err);
     });
+    this.contexts.clear();
     this.syncPort = port1;
     this.mirror.hold();
     // The worker's messages and its synchronous questions travel on different ports, which keep
@@ -271,10 +283,18 @@ export class IsolatedPlugin implements DirectPlugin {
           caughtUp();
         }
       };
+      const receive = (raw: FromWorker | string): void => {
+        if (typeof raw !== 'string') return handle(raw);
+        this.text = valueText(raw);
+        try {
+          handle(JSON.parse(raw) as FromWorker);
+        } finally {
+          this.text = undefined;
+        }
+      };
       worker.on('message', (raw: FromWorker | MessageBundle<FromWorker | string> | string) => {
-        const msg = decode(raw);
-        if (!isBundle(msg)) return handle(msg);
-        for (const m of msg.messages) handle(decode(m));
+        if (typeof raw === 'string' || !isBundle(raw)) return receive(raw);
+        for (const m of raw.messages) receive(m);
       });
       worker.on('error', (err) => {
         if (gen !== this.generation) return;
@@ -432,19 +452,19 @@ export class IsolatedPlugin implements DirectPlugin {
       const deadline = performance.now() + limit + this.opts.graceMs;
       // The caller's async context, for the nested calls the handler makes (hub-answers.ts).
       const scope = new AsyncResource('moonhub.plugin-call');
-      this.calls.set(id, { resolve, reject, deadline, ctx, what, limitMs: limit, scope });
+      const tool = kind === 'tool';
+      this.calls.set(id, { resolve, reject, deadline, ctx, what, limitMs: limit, scope, tool });
       this.armHardStop(deadline);
-      const peer = ctx.peer;
       // Alone, a call goes at once; with others in flight, it shares the turn's postMessage.
       const now = this.calls.size <= 1;
-      const msg: ToWorker = { type: 'invoke', id, kind, name, input, ctx: plainContext(ctx) };
-      // No undefined fields: the message is sent as JSON when JSON carries it exactly (wire.ts).
-      if (peer !== undefined) {
-        msg.peer = { pollLater: typeof peer.pollLater === 'function' };
-        if (peer.clientCapabilities !== undefined) msg.peer.caps = peer.clientCapabilities;
-      }
-      if (complete !== undefined) msg.complete = complete;
-      this.outbox.post(encode(msg, jsonExact(msg)), now);
+      const msg = callMessage(this.contexts, id, kind, name, input, ctx, complete);
+      // The members besides input, rid and complete are ids and names, exact by construction.
+      const exact =
+        jsonExact(input) &&
+        (msg.ctx === undefined || jsonExact(msg)) &&
+        (complete === undefined || jsonExact(complete)) &&
+        (msg.rid === undefined || jsonExact(msg.rid));
+      this.outbox.post(encode(msg, exact), now);
     });
   }
 
@@ -467,6 +487,8 @@ export class IsolatedPlugin implements DirectPlugin {
     if (!c) return;
     this.calls.delete(id);
     this.remember(id, c.ctx);
+    // The worker's JSON of an exact tool result: the dispatcher splices it into the answer.
+    if (ok && c.tool && this.text !== undefined) markRaw(value, this.text);
     if (ok) c.resolve(value);
     else c.reject(code ? new RegistryError(code as never, error ?? '') : new Error(error));
     if (this.phase === 'retired' && this.calls.size === 0) this.close();
@@ -530,6 +552,8 @@ export class IsolatedPlugin implements DirectPlugin {
 
   /** A message that could not be copied to the worker fails what waits on it, not the plugin. */
   private uncloneable(msg: ToWorker, err: Error): void {
+    // The calls naming it fail in the worker (an unknown caller), later ones define it again.
+    if (msg.type === 'context') return this.contexts.drop(msg.cx);
     if (msg.type === 'answer') {
       this.outbox.post({
         type: 'answer',

@@ -54,6 +54,8 @@ export interface PluginHostOptions {
    * takes it and only loads the plugin's code. False: every worker starts on demand (~0.3-0.5 s).
    */
   spareWorker?: boolean;
+  /** Callers' contexts each plugin worker keeps (`plugins.context_table_size`; default 256). */
+  contextTableSize?: number;
 }
 
 export type PluginIsolation = 'worker' | 'none';
@@ -272,6 +274,7 @@ export class PluginHost {
       settings: this.opts.settings?.[source.name],
       limits: this.opts.limits,
       pool: this.pool,
+      contextTableSize: this.opts.contextTableSize,
     });
   }
 

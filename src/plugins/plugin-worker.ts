@@ -15,9 +15,9 @@ import type { CallContext, CallPeer, ToolEntry } from '../registry/types.js';
 import { findModule } from './find-module.js';
 import { RemoteRegistry, remoteView, syncLink, type HubLink } from './remote-registry.js';
 import { MessageBatch, isBundle } from './message-batch.js';
-import type { FromWorker, ToWorker } from './worker-protocol.js';
+import type { FromWorker, PeerWire, PlainContext, ToWorker } from './worker-protocol.js';
 import { onHubMessage, setup } from './worker-setup.js';
-import { decode, encode, jsonExact } from './wire.js';
+import { decode, encode, jsonExact, resultText } from './wire.js';
 import { closeDirectPorts, serveDirectPort, type DirectHost } from './direct-port.js';
 
 const port = parentPort!;
@@ -38,11 +38,16 @@ const outbox = new MessageBatch<FromWorker | string>(port, (msg, err) => {
 });
 const post = (msg: FromWorker): void => {
   posted++;
-  // Results wait for the turn's end while other calls run (they may finish in the same turn);
-  // the last one, and anything else (logs, registrations, requests), goes now, in order.
-  // A result goes as JSON when JSON carries it exactly (wire.ts): cheaper than its clone.
-  const wire = msg.type === 'result' ? encode(msg, jsonExact(msg)) : msg;
-  outbox.post(wire, msg.type !== 'result' || running.size <= 1);
+  // A failed call's result goes as JSON when JSON carries it exactly (wire.ts).
+  if (msg.type === 'result') return postResult(encode(msg, jsonExact(msg)));
+  outbox.post(msg, true);
+};
+/**
+ * Results wait for the turn's end while other calls run (they may finish in the same turn); the
+ * last one, and anything else (logs, registrations, requests), goes now, in order.
+ */
+const postResult = (wire: FromWorker | string): void => {
+  outbox.post(wire, running.size <= 1);
 };
 const log = createLogger(setup.logLevel).child({ plugin: owner });
 
@@ -91,20 +96,49 @@ function remotePeer(
   return out;
 }
 
+/** The callers' contexts the hub defined (context-table.ts), by id: calls name theirs. */
+const contexts = new Map<number, { ctx: PlainContext; peer?: PeerWire }>();
+
 /** The context a handler here sees: the caller's data, its client, view and cancellation by id. */
 function contextOf(msg: Extract<ToWorker, { type: 'invoke' }>): CallContext {
+  let base: PlainContext;
+  let wire: PeerWire | undefined;
+  let requestId: string | number | undefined;
+  let uri: string | undefined;
+  if (msg.cx !== undefined) {
+    const entry = contexts.get(msg.cx);
+    // Only the hub defines entries; a name it never sent is refused, never guessed.
+    if (entry === undefined) throw new Error(`the call names an unknown caller (${msg.cx})`);
+    base = entry.ctx;
+    wire = entry.peer;
+    requestId = msg.rid;
+    uri = msg.uri;
+  } else {
+    base = msg.ctx!;
+    wire = msg.peer;
+    requestId = base.request_id;
+    uri = base.uri;
+  }
   const call = { controller: undefined as AbortController | undefined };
   running.set(msg.id, call);
   const id = msg.id;
-  const wire = msg.peer;
   // The view and the peer (closures each) are made only when read: a handler that neither
   // calls back nor talks to its client (the common case) makes neither.
   let filter: CallContext['filter'];
   let peer: CallPeer | undefined;
-  // A literal's getters, not defineProperty on the object (which made it a slow dictionary
-  // object, 8.6 % of the worker's time in the profile); still enumerable, as spreads expect.
+  // One literal of fixed shape (an absent field is an own undefined): no spread of the caller's
+  // context per call, and no defineProperty (which made it a slow dictionary object); own
+  // getters, still enumerable, as spreads expect.
   const ctx: CallContext = {
-    ...msg.ctx,
+    hub_id: base.hub_id,
+    session_uuid: base.session_uuid,
+    agent_name: base.agent_name,
+    target: base.target,
+    principal: base.principal,
+    plugin: base.plugin,
+    request_id: requestId,
+    uri,
+    fields: base.fields,
     get filter() {
       return (filter ??= remoteView({ call: id }));
     },
@@ -153,27 +187,43 @@ async function run(msg: Extract<ToWorker, { type: 'invoke' }>): Promise<unknown>
   }
 }
 
-function invoke(msg: Extract<ToWorker, { type: 'invoke' }>): void {
-  run(msg)
-    .then(
-      (value) => {
-        const out: FromWorker = { type: 'result', id: msg.id, ok: true, value };
-        if (state !== undefined) out.memory = state.memoryUsed;
-        post(out);
-      },
-      (err: unknown) => {
-        const e = err as Error & { code?: string };
-        const out: FromWorker = {
-          type: 'result',
-          id: msg.id,
-          ok: false,
-          error: e instanceof Error ? e.message : String(err),
-        };
-        if (typeof e?.code === 'string') out.code = e.code;
-        post(out);
-      },
-    )
-    .finally(() => running.delete(msg.id));
+/** Runs a call and posts its result (one async function: no promise chain per call). */
+async function invoke(msg: Extract<ToWorker, { type: 'invoke' }>): Promise<void> {
+  let value: unknown;
+  try {
+    value = await run(msg);
+  } catch (err) {
+    const e = err as Error & { code?: string };
+    const out: FromWorker = {
+      type: 'result',
+      id: msg.id,
+      ok: false,
+      error: e instanceof Error ? e.message : String(err),
+    };
+    if (typeof e?.code === 'string') out.code = e.code;
+    post(out);
+    running.delete(msg.id);
+    return;
+  }
+  posted++;
+  const memory = state?.memoryUsed;
+  // JSON when it carries the value exactly, value last (wire.ts resultText): the hub passes a
+  // tool result's text on as it is. Posted while the call still counts as running (postResult).
+  let wire: FromWorker | string | undefined;
+  if (jsonExact(value)) {
+    try {
+      wire = resultText(msg.id, value, memory);
+    } catch {
+      // Too large for one string: the structured clone (and its refusal) decide.
+    }
+  }
+  if (wire === undefined) {
+    const out: FromWorker = { type: 'result', id: msg.id, ok: true, value };
+    if (memory !== undefined) out.memory = memory;
+    wire = out;
+  }
+  postResult(wire);
+  running.delete(msg.id);
 }
 
 let state: LuaState | undefined;
@@ -247,7 +297,7 @@ onHubMessage((raw) => {
 function onMessage(msg: ToWorker): void {
   switch (msg.type) {
     case 'invoke':
-      return invoke(msg);
+      return void invoke(msg);
     case 'answer': {
       const a = asked.get(msg.id);
       if (!a) return;
@@ -257,6 +307,12 @@ function onMessage(msg: ToWorker): void {
     }
     case 'abort':
       return running.get(msg.id)?.controller?.abort();
+    case 'context':
+      contexts.set(msg.cx, msg.entry);
+      return;
+    case 'forget':
+      contexts.delete(msg.cx);
+      return;
     case 'callback':
       return void upstreams.callback(msg.url, msg.which, msg.args).then(
         (value) => post({ type: 'callback-done', id: msg.id, ok: true, value }),

@@ -6,6 +6,8 @@
  * -0, `undefined` in an array, a class instance, very deep nesting) keeps the structured clone.
  */
 
+import { RAW_JSON } from '../registry/raw-json.js';
+
 /** The deepest value checked; deeper ones go by structured clone (no recursion limit issue). */
 const MAX_DEPTH = 64;
 
@@ -50,4 +52,45 @@ export function encode<T extends object>(msg: T, exact: boolean): T | string {
 /** A message as it came off the port. */
 export function decode<T>(msg: T | string): T {
   return typeof msg === 'string' ? (JSON.parse(msg) as T) : msg;
+}
+
+/** How every successful result the worker sends as JSON starts (resultText). */
+const RESULT_HEAD = '{"type":"result","id":';
+const VALUE_KEY = ',"value":';
+
+/**
+ * A successful call's result message as JSON, its value last so the hub can cut the value's
+ * text out of it (valueText) and pass it on without serialising it again. `value` must be
+ * jsonExact.
+ */
+export function resultText(id: number, value: unknown, memory: number | undefined): string {
+  const head =
+    RESULT_HEAD + id + ',"ok":true' + (memory === undefined ? '' : ',"memory":' + memory);
+  return head + VALUE_KEY + JSON.stringify(value) + '}';
+}
+
+/**
+ * The JSON text of the value of a result message that resultText made, else undefined. The
+ * members before the value are numbers and `true`, so the first `,"value":` is its key (a `,"`
+ * never occurs inside a JSON string, where every quote is escaped).
+ */
+export function valueText(msg: string): string | undefined {
+  if (!msg.startsWith(RESULT_HEAD)) return undefined;
+  const at = msg.indexOf(VALUE_KEY, RESULT_HEAD.length);
+  if (at === -1) return undefined;
+  const head = msg.slice(RESULT_HEAD.length, at);
+  // Only resultText's members: id, ok true, memory (an error result has no value member).
+  if (!/^\d+,"ok":true(?:,"memory":\d+)?$/.test(head)) return undefined;
+  return msg.slice(at + VALUE_KEY.length, -1);
+}
+
+/**
+ * Marks a tool result parsed from a result message with its value's text (`RAW_JSON`), which the
+ * dispatcher splices into the answer instead of serialising the object: only a plain object
+ * without `_meta` (the dispatcher merges its own into that one).
+ */
+export function markRaw(value: unknown, text: string): void {
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || '_meta' in value)
+    return;
+  Object.defineProperty(value, RAW_JSON, { value: text });
 }

@@ -44,6 +44,12 @@ export interface PlainContext {
   fields?: Record<string, string | number | boolean>;
 }
 
+/** A call's client (peer) as data: its methods are relayed by call id. */
+export interface PeerWire {
+  caps?: Record<string, unknown>;
+  pollLater: boolean;
+}
+
 /** Who a call from the worker acts for: a running call of the hub's, a session's view, or the plugin. */
 export interface Origin {
   call?: number;
@@ -58,13 +64,24 @@ export type ToWorker =
       name: string;
       /** Tool arguments, prompt arguments, or a resource's template variables. */
       input: unknown;
-      ctx: PlainContext;
+      /**
+       * The caller, as an entry of the worker's context table (context-table.ts) plus the
+       * per-call fields; or, for a context that cannot be shared, `ctx` and `peer` themselves.
+       */
+      cx?: number;
+      rid?: string | number;
+      uri?: string;
+      ctx?: PlainContext;
       /** The caller's client, when the call has one (its methods are relayed by call id). */
-      peer?: { caps?: Record<string, unknown>; pollLater: boolean };
+      peer?: PeerWire;
       /** For completions: the argument, the value typed so far, the arguments chosen. */
       complete?: { argument: string; value: string; context: Record<string, string> };
     }
   | { type: 'abort'; id: number }
+  /** Defines entry `cx` of the worker's context table (sent before the first call naming it). */
+  | { type: 'context'; cx: number; entry: { ctx: PlainContext; peer?: PeerWire } }
+  /** Drops entry `cx` (calls already received keep the context they were given). */
+  | { type: 'forget'; cx: number }
   | { type: 'answer'; id: number; ok: boolean; value?: unknown; error?: string; code?: string }
   /** A proxy's Lua callback, run for the hub's thread (answered with 'callback-done'). */
   | { type: 'callback'; id: number; url: string; which: 'transform' | 'auth'; args: unknown[] }
