@@ -19,10 +19,11 @@ import type { CallContext } from '../registry/types.js';
 import type { PluginSource } from './discover.js';
 import type { DirectPlugin } from './direct-port.js';
 import { HubAnswers } from './hub-answers.js';
+import { SyncQuestions } from './sync-questions.js';
 import { MessageBatch, isBundle, type MessageBundle } from './message-batch.js';
 import { RegistryMirror } from './mirror.js';
 import { ContextTable, DEFAULT_CONTEXT_TABLE_SIZE, callMessage } from './context-table.js';
-import type { FromWorker, PluginWorkerSetup, SyncRequest, ToWorker } from './worker-protocol.js';
+import type { FromWorker, PluginWorkerSetup, ToWorker } from './worker-protocol.js';
 import { startWorker, type WorkerPool } from './worker-pool.js';
 import { encode, jsonExact, markRaw, valueText } from './wire.js';
 
@@ -224,33 +225,7 @@ export class IsolatedPlugin implements DirectPlugin {
     this.contexts.clear();
     this.syncPort = port1;
     this.mirror.hold();
-    // The worker's messages and its synchronous questions travel on different ports, which keep
-    // no order between them: a question is answered only once the messages the worker posted
-    // before it are handled here (it waits meanwhile, so at most one question is ever waiting).
-    let received = 0;
-    let waiting: SyncRequest | undefined;
-    const answer = (req: SyncRequest): void => {
-      let reply: { ok: boolean; value?: unknown; error?: string };
-      try {
-        reply = { ok: true, value: this.answers.answerSync(req) };
-      } catch (err) {
-        reply = { ok: false, error: (err as Error).message };
-      }
-      port1.postMessage(reply);
-      Atomics.store(flag, 0, 1);
-      Atomics.notify(flag, 0);
-    };
-    const caughtUp = (): void => {
-      if (waiting === undefined || waiting.after > received) return;
-      const req = waiting;
-      waiting = undefined;
-      answer(req);
-    };
-    port1.on('message', (req: SyncRequest) => {
-      if (req.after > received) waiting = req;
-      else answer(req);
-    });
-    port1.unref();
+    const questions = new SyncQuestions(port1, flag, this.answers);
     this.ready = new Promise<void>((resolve, reject) => {
       const loadLimit = this.opts.loadTimeoutMs + this.opts.graceMs;
       const timer = setTimeout(() => {
@@ -264,7 +239,6 @@ export class IsolatedPlugin implements DirectPlugin {
       }, loadLimit + 10_000);
       const handle = (msg: FromWorker) => {
         if (gen !== this.generation) return;
-        received++;
         try {
           if (msg.type === 'loaded') {
             this.memoryUsed = msg.memory ?? 0;
@@ -280,7 +254,7 @@ export class IsolatedPlugin implements DirectPlugin {
             reject(msg.lua ? new LuaError(msg.message) : new Error(msg.message));
           } else this.onMessage(msg);
         } finally {
-          caughtUp();
+          questions.handled();
         }
       };
       const receive = (raw: FromWorker | string): void => {
