@@ -3,7 +3,6 @@
  * bytes of its socket in order; what follows the answer belongs to the next request pipelined on
  * that socket.
  */
-import type { RawHttpPool, RawLine } from './raw-http.js';
 
 /** What a request tells its caller (DirectCall implements it). */
 export interface RawExchange {
@@ -21,6 +20,24 @@ export interface RawExchange {
   onFail(err: Error, answered: boolean, retry: boolean): void;
 }
 
+/** The socket a request was written on, as a request needs it (raw-http.ts's RawLine). */
+export interface RequestLine {
+  /** The head request's answer is complete; `keep`: the upstream keeps the connection open. */
+  answered(keep: boolean, announcedClose: boolean): void;
+  /** A request given up by its caller. */
+  abandon(): void;
+  /** The socket is done: every request still waiting fails. */
+  kill(err: Error | undefined, retry?: boolean): void;
+}
+
+/** The pool a request was posted to, as a request needs it (raw-http.ts's RawHttpPool). */
+export interface RequestPool {
+  /** A request not written yet, given up: it is simply not sent. */
+  unqueue(req: RawRequest): boolean;
+  /** An answer showed the upstream keeps HTTP/1.1 connections open. */
+  keptAlive(): void;
+}
+
 /** Longest answer head read (node:http's default is 16 KiB). */
 const MAX_HEAD = 64 * 1024;
 const CRLFCRLF = Buffer.from('\r\n\r\n');
@@ -31,7 +48,7 @@ type Body = 'length' | 'chunked' | 'close';
 
 export class RawRequest {
   /** The socket it was written on (undefined while it waits for the pool's next write). */
-  line: RawLine | undefined;
+  line: RequestLine | undefined;
   /** Given up by its caller: its answer is still read (to reach the next one) but not told. */
   abandoned = false;
   private finished = false;
@@ -51,7 +68,7 @@ export class RawRequest {
   private announcedClose = false;
 
   constructor(
-    private readonly pool: RawHttpPool,
+    private readonly pool: RequestPool,
     /** The request's bytes until written. */
     public text: string,
     private readonly x: RawExchange,
