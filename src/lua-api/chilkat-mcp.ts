@@ -136,6 +136,11 @@ export class ChilkatMcp {
       done = true;
       if (heartbeat) clearInterval(heartbeat);
     }
+    return this.record(method, detail, outcome);
+  }
+
+  /** Sets LastMethodSuccess / LastErrorText from a method's outcome and writes the debug log. */
+  private record(method: string, detail: string, outcome: Outcome): Outcome {
     this.lastMethodSuccess = outcome.kind === 'ok';
     this.lastErrorText =
       outcome.kind === 'ok'

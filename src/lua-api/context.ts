@@ -12,8 +12,10 @@ import type { MessageGate } from './plugin-limits.js';
 import { WithMetatable } from '../lua/bridge.js';
 import { LuaArgumentError } from '../lua/errors.js';
 import type { CallLimits, LuaState } from '../lua/state.js';
-import { LuaMulti } from '../lua/state.js';
-import { LOG_LEVELS, type CallContext, type CallPeer, type LogLevel } from '../registry/types.js';
+import type { CallContext } from '../registry/types.js';
+import type { LiveCall } from './context-calls.js';
+import { noticeFunctions } from './context-notices.js';
+import { requestFunctions } from './context-requests.js';
 
 /** Who is calling, as plain data (also what `mcp.call_tool` callers see). */
 export function luaContext(ctx: CallContext): Record<string, unknown> {
@@ -30,14 +32,6 @@ export function luaContext(ctx: CallContext): Record<string, unknown> {
   return out;
 }
 
-interface LiveCall {
-  ctx: CallContext;
-  /** The last progress value sent, so a step backwards is refused. */
-  progress: number | undefined;
-  /** Per-kind counters for default input keys (`elicit_1`, `sample_1`, ...). */
-  seq: Record<string, number> | undefined;
-}
-
 interface ContextState {
   metatableRef: number;
   calls: Map<number, LiveCall>;
@@ -45,13 +39,6 @@ interface ContextState {
 
 const states = new WeakMap<LuaState, ContextState>();
 let nextCallId = 1;
-
-/** Methods a handler may send to the client, by the Lua function that sends them. */
-const INPUT_METHODS: Readonly<Record<string, string>> = {
-  'elicitation/create': 'elicit',
-  'sampling/createMessage': 'sample',
-  'roots/list': 'list_roots',
-};
 
 // The Lua half: the shared metatable. Waiting functions already raise at their caller's line;
 // the others are called through pcall so their errors are raised again at the caller's line.
@@ -82,6 +69,8 @@ lib.register({
 /** `gate` (absent: unbounded) cuts long progress/log messages and drops those past the rate. */
 export function installContext(state: LuaState, gate?: MessageGate): void {
   const calls = new Map<number, LiveCall>();
+  // The context's functions live in context-notices.ts (sent at once) and context-requests.ts
+  // (wait for the client's answer); both find the live call through `live`.
   let metatableRef = 0;
 
   const live = (id: unknown, fname: string): LiveCall => {
@@ -94,45 +83,6 @@ export function installContext(state: LuaState, gate?: MessageGate): void {
     return c;
   };
 
-  const peerOf = (c: LiveCall, fname: string): CallPeer => {
-    const peer = c.ctx.peer;
-    if (peer === undefined) {
-      throw new LuaArgumentError(
-        `context.${fname}: this call has no MCP client to answer it (it was not made by a client)`,
-      );
-    }
-    return peer;
-  };
-
-  const keyFor = (c: LiveCall, kind: string, given: unknown, fname: string): string => {
-    if (given !== undefined) {
-      if (typeof given !== 'string' || given === '') {
-        throw new LuaArgumentError(
-          `bad argument #1 to '${fname}' (key must be a non-empty string)`,
-        );
-      }
-      return given;
-    }
-    c.seq ??= {};
-    const n = (c.seq[kind] ?? 0) + 1;
-    c.seq[kind] = n;
-    return `${kind}_${n}`;
-  };
-
-  const ask = async (
-    c: LiveCall,
-    fname: string,
-    method: string,
-    params: Record<string, unknown>,
-    key: string,
-  ): Promise<unknown> => {
-    try {
-      return await peerOf(c, fname).request(method, params, { key });
-    } catch (err) {
-      throw new LuaArgumentError(`context.${fname}: ${(err as Error).message ?? String(err)}`);
-    }
-  };
-
   state.defineLibrary('_moonhub_context', {
     register: {
       fn: (_args, call) => {
@@ -143,149 +93,8 @@ export function installContext(state: LuaState, gate?: MessageGate): void {
     caps: {
       fn: (args) => live(args[0], 'client_capabilities').ctx.peer?.clientCapabilities ?? {},
     },
-    progress: {
-      fn: (args) => {
-        const c = live(args[0], 'progress');
-        const [, done, total, message] = args;
-        if (typeof done !== 'number' || !Number.isFinite(done)) {
-          throw new LuaArgumentError(
-            `bad argument #1 to 'progress' (number expected, got ${typeName(done)})`,
-          );
-        }
-        if (total !== undefined && (typeof total !== 'number' || !Number.isFinite(total))) {
-          throw new LuaArgumentError(
-            `bad argument #2 to 'progress' (number or nil expected, got ${typeName(total)})`,
-          );
-        }
-        if (message !== undefined && typeof message !== 'string') {
-          throw new LuaArgumentError(
-            `bad argument #3 to 'progress' (string or nil expected, got ${typeName(message)})`,
-          );
-        }
-        if (c.progress !== undefined && done < c.progress) {
-          throw new LuaArgumentError(
-            `context.progress: progress must not go backwards (${done} after ${c.progress})`,
-          );
-        }
-        c.progress = done;
-        if (c.ctx.peer === undefined) return false;
-        const text = gate === undefined ? message : gate.admit(message ?? '');
-        if (text === undefined) return false;
-        return c.ctx.peer.progress(done, total, message === undefined ? undefined : text);
-      },
-    },
-    log: {
-      fn: (args) => {
-        const c = live(args[0], 'log');
-        const [, level, data, logger] = args;
-        if (typeof level !== 'string' || !LOG_LEVELS.has(level)) {
-          throw new LuaArgumentError(
-            `bad argument #1 to 'log' (a log level expected: debug, info, notice, warning, error, critical, alert or emergency; got ${typeof level === 'string' ? `'${level}'` : typeName(level)})`,
-          );
-        }
-        if (data === undefined) {
-          throw new LuaArgumentError("bad argument #2 to 'log' (value expected)");
-        }
-        if (logger !== undefined && typeof logger !== 'string') {
-          throw new LuaArgumentError(
-            `bad argument #3 to 'log' (string or nil expected, got ${typeName(logger)})`,
-          );
-        }
-        if (c.ctx.peer === undefined) return undefined;
-        const admitted = gate === undefined ? data : gate.admitValue(data);
-        if (admitted !== undefined) c.ctx.peer.log(level as LogLevel, admitted, logger);
-        return undefined;
-      },
-    },
-    poll_later: {
-      fn: (args) => {
-        const c = live(args[0], 'poll_later');
-        const ms = args[1] ?? 1000;
-        if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
-          throw new LuaArgumentError(
-            `bad argument #1 to 'poll_later' (milliseconds >= 0 or nil expected, got ${typeName(ms)})`,
-          );
-        }
-        return c.ctx.peer?.pollLater?.(Math.round(ms)) ?? false;
-      },
-    },
-    elicit: {
-      async: true,
-      fn: (args) => {
-        const c = live(args[0], 'elicit');
-        const spec = specTable(args[1], 'elicit');
-        if (typeof spec.message !== 'string') {
-          throw new LuaArgumentError("bad argument #1 to 'elicit' (message must be a string)");
-        }
-        const params = paramsOf(spec, ELICIT_ALIASES);
-        const schema = params.requestedSchema;
-        if (schema === undefined) params.requestedSchema = { type: 'object', properties: {} };
-        else if (!isObject(schema)) {
-          throw new LuaArgumentError(
-            "bad argument #1 to 'elicit' (requested_schema must be a table)",
-          );
-        } else params.requestedSchema = fixSchemaArrays(schema);
-        const key = keyFor(c, 'elicit', spec.key, 'elicit');
-        return ask(c, 'elicit', 'elicitation/create', params, key);
-      },
-    },
-    sample: {
-      async: true,
-      fn: (args) => {
-        const c = live(args[0], 'sample');
-        const spec = specTable(args[1], 'sample');
-        const params = paramsOf(spec, SAMPLE_ALIASES);
-        if (typeof spec.prompt === 'string') {
-          delete params.prompt;
-          params.messages ??= [{ role: 'user', content: { type: 'text', text: spec.prompt } }];
-        }
-        if (!Array.isArray(params.messages) || params.messages.length === 0) {
-          throw new LuaArgumentError(
-            "bad argument #1 to 'sample' (a prompt string or a non-empty messages array expected)",
-          );
-        }
-        params.maxTokens ??= 1000;
-        const key = keyFor(c, 'sample', spec.key, 'sample');
-        return ask(c, 'sample', 'sampling/createMessage', params, key);
-      },
-    },
-    list_roots: {
-      async: true,
-      fn: (args) => {
-        const c = live(args[0], 'list_roots');
-        const spec = args[1] === undefined ? {} : specTable(args[1], 'list_roots');
-        const key = keyFor(c, 'roots', spec.key, 'list_roots');
-        return ask(c, 'list_roots', 'roots/list', {}, key);
-      },
-    },
-    input: {
-      async: true,
-      fn: async (args) => {
-        const c = live(args[0], 'input');
-        const requests = specTable(args[1], 'input');
-        const keys = Object.keys(requests);
-        if (keys.length === 0) {
-          throw new LuaArgumentError("bad argument #1 to 'input' (at least one request expected)");
-        }
-        const asks = keys.map((key) => {
-          const r = requests[key];
-          const method = isObject(r) ? r.method : undefined;
-          if (typeof method !== 'string' || !Object.hasOwn(INPUT_METHODS, method)) {
-            throw new LuaArgumentError(
-              `bad argument #1 to 'input' (${key}.method must be elicitation/create, sampling/createMessage or roots/list)`,
-            );
-          }
-          const params = isObject((r as Record<string, unknown>).params)
-            ? ((r as Record<string, unknown>).params as Record<string, unknown>)
-            : {};
-          return ask(c, 'input', method, params, key);
-        });
-        const answers = await Promise.all(asks);
-        const out: Record<string, unknown> = {};
-        keys.forEach((key, i) => (out[key] = answers[i]));
-        return new LuaMulti([out]);
-      },
-    },
+    ...noticeFunctions(live, gate),
+    ...requestFunctions(live),
   });
   state.exec(CONTEXT_LUA, '=[moonhub context]');
   states.set(state, { metatableRef, calls });
@@ -317,52 +126,4 @@ export async function callWithContext(
   } finally {
     cs.calls.delete(id);
   }
-}
-
-const ELICIT_ALIASES: Record<string, string> = { requested_schema: 'requestedSchema' };
-const SAMPLE_ALIASES: Record<string, string> = {
-  max_tokens: 'maxTokens',
-  system_prompt: 'systemPrompt',
-  model_preferences: 'modelPreferences',
-  stop_sequences: 'stopSequences',
-  include_context: 'includeContext',
-};
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
-}
-
-function typeName(v: unknown): string {
-  if (v === undefined) return 'nil';
-  if (v === null) return 'userdata';
-  if (v instanceof Uint8Array) return 'string';
-  if (typeof v === 'object') return 'table';
-  return typeof v;
-}
-
-function specTable(v: unknown, fname: string): Record<string, unknown> {
-  if (isObject(v)) return v;
-  // An empty Lua table reads as an empty array.
-  if (Array.isArray(v) && v.length === 0) return {};
-  throw new LuaArgumentError(`bad argument #1 to '${fname}' (table expected, got ${typeName(v)})`);
-}
-
-/** The MCP params of a spec table: the `key` dropped, snake_case aliases renamed. */
-function paramsOf(
-  spec: Record<string, unknown>,
-  aliases: Record<string, string>,
-): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(spec)) {
-    if (k === 'key') continue;
-    out[Object.hasOwn(aliases, k) ? aliases[k]! : k] = v;
-  }
-  return out;
-}
-
-/** `required = {}` in a Lua schema means an empty array, not an empty object. */
-function fixSchemaArrays(schema: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...schema };
-  if (isObject(out.required) && Object.keys(out.required).length === 0) out.required = [];
-  return out;
 }

@@ -13,6 +13,7 @@ import { upstreamsOf } from '../upstream/manager.js';
 import type { ProxyOptions } from '../upstream/proxy.js';
 import { checkString, luaTypeName } from './args.js';
 import { luaContext } from './context.js';
+import { proxyOptionsFrom } from './proxy-options.js';
 
 export interface ProxyBindingOptions {
   registry: Registry;
@@ -42,57 +43,6 @@ mcp.proxy = function(url, opts)
 end
 `;
 
-function bad(field: string, expected: string, got: unknown): LuaArgumentError {
-  return new LuaArgumentError(
-    `bad argument #2 to 'proxy' (opts.${field} must be ${expected}, got ${describeValue(got)})`,
-  );
-}
-
-function describeValue(v: unknown): string {
-  if (v === undefined) return 'nil';
-  if (Array.isArray(v)) return 'table';
-  return typeof v === 'object' ? 'table' : typeof v;
-}
-
-function stringList(opts: Record<string, unknown>, field: string): string[] | undefined {
-  const v = opts[field];
-  if (v === undefined) return undefined;
-  if (typeof v === 'string') return [v];
-  if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return v as string[];
-  if (typeof v === 'object' && v !== null && Object.keys(v).length === 0) return [];
-  throw bad(field, 'a list of strings', v);
-}
-
-function stringMap(
-  opts: Record<string, unknown>,
-  field: string,
-): Record<string, string> | undefined {
-  const v = opts[field];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'object' || v === null || Array.isArray(v))
-    throw bad(field, 'a table of strings', v);
-  const out: Record<string, string> = {};
-  for (const [k, x] of Object.entries(v)) {
-    if (typeof x !== 'string' && typeof x !== 'number') throw bad(`${field}.${k}`, 'a string', x);
-    out[k] = String(x);
-  }
-  return out;
-}
-
-function optNumber(opts: Record<string, unknown>, field: string): number | undefined {
-  const v = opts[field];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'number' || !(v > 0)) throw bad(field, 'a positive number', v);
-  return v;
-}
-
-function optStr(opts: Record<string, unknown>, field: string): string | undefined {
-  const v = opts[field];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string') throw bad(field, 'a string', v);
-  return v;
-}
-
 export function installProxyApi(state: LuaState, opts: ProxyBindingOptions): void {
   const { registry, owner } = opts;
   const manager = upstreamsOf(registry);
@@ -121,80 +71,10 @@ export function installProxyApi(state: LuaState, opts: ProxyBindingOptions): voi
         `bad argument #2 to 'proxy' (table expected, got ${luaTypeName(call, 2)})`,
       );
     const given = (Array.isArray(args[1]) ? {} : (args[1] ?? {})) as Record<string, unknown>;
-    const pin = given.pin;
-    if (pin !== undefined && typeof pin !== 'boolean') throw bad('pin', 'a boolean', pin);
-    const forward = given.forward_context;
-    if (forward !== undefined && typeof forward !== 'boolean')
-      throw bad('forward_context', 'a boolean', forward);
-    const proxyOpts: ProxyOptions = {
-      prefix: optStr(given, 'prefix'),
-      token: optStr(given, 'token'),
-      headers: stringMap(given, 'headers'),
-      env: stringMap(given, 'env'),
-      cwd: optStr(given, 'cwd'),
-      include: stringList(given, 'include'),
-      exclude: stringList(given, 'exclude'),
-      timeoutMs: optNumber(given, 'timeout_ms'),
-      connectTimeoutMs: optNumber(given, 'connect_timeout_ms'),
-      idleTimeoutMs: optNumber(given, 'idle_timeout_ms'),
-      pin: pin === true,
-      forwardContext: forward !== false,
-      answerBytes: opts.answerBytes,
-      pipelineDepth: opts.pipelineDepth,
-    };
-    const oauth = given.oauth;
-    if (oauth === true || (typeof oauth === 'object' && oauth !== null && !Array.isArray(oauth))) {
-      const o = (oauth === true ? {} : oauth) as Record<string, unknown>;
-      const grant = optStr(o, 'grant');
-      const grants = ['authorization_code', 'client_credentials', 'jwt_bearer', 'cross_app_access'];
-      if (grant !== undefined && !grants.includes(grant))
-        throw bad('oauth.grant', grants.map((g) => `'${g}'`).join(', '), grant);
-      if (o.dpop !== undefined && typeof o.dpop !== 'boolean')
-        throw bad('oauth.dpop', 'a boolean', o.dpop);
-      proxyOpts.oauth = {
-        grant: grant as NonNullable<ProxyOptions['oauth']>['grant'],
-        assertion: optStr(o, 'assertion'),
-        idpTokenEndpoint: optStr(o, 'idp_token_endpoint'),
-        idpClientId: optStr(o, 'idp_client_id'),
-        idpClientSecret: optStr(o, 'idp_client_secret'),
-        idToken: optStr(o, 'id_token'),
-        dpop: o.dpop === true,
-        privateKeyPem: optStr(o, 'private_key_pem'),
-        signingAlgorithm: optStr(o, 'signing_algorithm'),
-        clientId: optStr(o, 'client_id'),
-        clientSecret: optStr(o, 'client_secret'),
-        clientMetadataUrl: optStr(o, 'client_metadata_url'),
-        scope: optStr(o, 'scope'),
-        redirectUrl: optStr(o, 'redirect_url'),
-      };
-    } else if (oauth !== undefined && oauth !== false) throw bad('oauth', 'true or a table', oauth);
+    const proxyOpts = proxyOptionsFrom(given, opts);
     const transformRef = callbackRef(call, 3, 'transform_arguments');
     const authRef = callbackRef(call, 4, 'on_auth_error');
-    if (transformRef !== undefined) {
-      proxyOpts.transformArguments = async (name, input, ctx: CallContext) => {
-        const [value] = await state.call(transformRef, [name, input, luaContext(ctx)], {
-          signal: ctx.signal,
-        });
-        if (value === undefined || value === null) return undefined;
-        if (typeof value !== 'object' || Array.isArray(value))
-          throw new Error('transform_arguments must return a table or nil');
-        return value as Record<string, unknown>;
-      };
-    }
-    if (authRef !== undefined) {
-      proxyOpts.onAuthError = async (status) => {
-        const [value] = await state.call(authRef, [status]);
-        if (typeof value === 'string') return { token: value };
-        if (value && typeof value === 'object') {
-          const v = value as Record<string, unknown>;
-          return {
-            token: typeof v.token === 'string' ? v.token : undefined,
-            headers: v.headers as Record<string, string> | undefined,
-          };
-        }
-        return {};
-      };
-    }
+    attachCallbacks(state, proxyOpts, transformRef, authRef);
     const max = opts.maxUpstreams ?? Infinity;
     if (manager.get(owner, url) === undefined && manager.countOwned(owner) >= max) {
       throw new LuaArgumentError(
@@ -238,6 +118,40 @@ export function installProxyApi(state: LuaState, opts: ProxyBindingOptions): voi
     },
   });
   state.exec(WRAPPER, '=[moonhub proxy]');
+}
+
+/** Turns the Lua callbacks `transform_arguments` and `on_auth_error` into the proxy's hooks. */
+function attachCallbacks(
+  state: LuaState,
+  proxyOpts: ProxyOptions,
+  transformRef: number | undefined,
+  authRef: number | undefined,
+): void {
+  if (transformRef !== undefined) {
+    proxyOpts.transformArguments = async (name, input, ctx: CallContext) => {
+      const [value] = await state.call(transformRef, [name, input, luaContext(ctx)], {
+        signal: ctx.signal,
+      });
+      if (value === undefined || value === null) return undefined;
+      if (typeof value !== 'object' || Array.isArray(value))
+        throw new Error('transform_arguments must return a table or nil');
+      return value as Record<string, unknown>;
+    };
+  }
+  if (authRef !== undefined) {
+    proxyOpts.onAuthError = async (status) => {
+      const [value] = await state.call(authRef, [status]);
+      if (typeof value === 'string') return { token: value };
+      if (value && typeof value === 'object') {
+        const v = value as Record<string, unknown>;
+        return {
+          token: typeof v.token === 'string' ? v.token : undefined,
+          headers: v.headers as Record<string, string> | undefined,
+        };
+      }
+      return {};
+    };
+  }
 }
 
 /** Plugin reload bookkeeping: see UpstreamManager.settleOwner. */

@@ -296,26 +296,39 @@ export class Bridge {
       visiting.delete(ptr);
     }
 
-    const n = keys.length;
-    if (allPositiveInts && marked && maxIndex - n > Math.max(n, MAX_ARRAY_HOLES)) {
-      throw new BridgeSizeError(
-        `sparse array: index ${maxIndex} set with only ${n} value${n === 1 ? '' : 's'}${path ? ` at '${path}'` : ''} (an array may have at most ${MAX_ARRAY_HOLES} holes, or as many as it has values)`,
-        MAX_ARRAY_HOLES,
-      );
-    }
-    if (allPositiveInts && (marked || (n > 0 && maxIndex <= n * 2))) {
-      const out: unknown[] = new Array(maxIndex).fill(null);
-      for (let i = 0; i < n; i++) {
-        const v = values[i];
-        out[(keys[i] as number) - 1] = v === undefined ? null : v;
-      }
-      return out;
-    }
-    const obj: Record<string, unknown> = {};
+    return shapeTable(keys, values, allPositiveInts && marked, allPositiveInts, maxIndex, path);
+  }
+}
+
+// Why a separate function: readTable walks the Lua stack; this only decides, from what the
+// walk found, whether the table becomes a JSON array or an object.
+function shapeTable(
+  keys: (string | number)[],
+  values: unknown[],
+  markedArray: boolean,
+  allPositiveInts: boolean,
+  maxIndex: number,
+  path: string,
+): unknown {
+  const n = keys.length;
+  if (markedArray && maxIndex - n > Math.max(n, MAX_ARRAY_HOLES)) {
+    throw new BridgeSizeError(
+      `sparse array: index ${maxIndex} set with only ${n} value${n === 1 ? '' : 's'}${path ? ` at '${path}'` : ''} (an array may have at most ${MAX_ARRAY_HOLES} holes, or as many as it has values)`,
+      MAX_ARRAY_HOLES,
+    );
+  }
+  if (markedArray || (allPositiveInts && n > 0 && maxIndex <= n * 2)) {
+    const out: unknown[] = new Array(maxIndex).fill(null);
     for (let i = 0; i < n; i++) {
       const v = values[i];
-      if (v !== undefined) obj[String(keys[i])] = v;
+      out[(keys[i] as number) - 1] = v === undefined ? null : v;
     }
-    return obj;
+    return out;
   }
+  const obj: Record<string, unknown> = {};
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    if (v !== undefined) obj[String(keys[i])] = v;
+  }
+  return obj;
 }

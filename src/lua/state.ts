@@ -3,24 +3,42 @@
  * loading, and calls that run each in a coroutine of their own under time, instruction and
  * memory limits. Calls on one state interleave whenever one waits on a JS promise.
  */
-import { Bridge, BridgeError, NULL_POINTER } from './bridge.js';
+import { Bridge, NULL_POINTER } from './bridge.js';
+import { CallGuard } from './call-guard.js';
+import { loadOnStack, loadSetupOnStack } from './chunks.js';
 import { LuaArgumentError, LuaError, LuaLimitError, limitMessage } from './errors.js';
+import { jsonDecode, jsonEncode, tostringArgs } from './host-json.js';
+import { pushResults, registerPending, type RunningCall } from './host-results.js';
 import { PRELUDE } from './prelude.js';
-import { HOOK_EVERY, runtimeFor, type ActiveCall, type LuaRuntime } from './runtime.js';
+import { HOOK_EVERY, runtimeFor, type LuaRuntime } from './runtime.js';
+import {
+  DEFAULT_INSTRUCTIONS,
+  DEFAULT_MEMORY_LIMIT,
+  DEFAULT_TIMEOUT_MS,
+  LuaMulti,
+  type CallLimits,
+  type LuaStateOptions,
+} from './state-options.js';
+import { MARK_POINTER, errorFrom, refPath, takeYield } from './thread-stack.js';
 import {
   LUA_MASKCOUNT,
   LUA_REGISTRYINDEX,
   LuaStatus,
   LuaType,
   loadLuaModule,
-  luaTypeName,
   type LuaModule,
 } from './wasm.js';
 
-/** Several values returned to Lua (or resumed with) at once. */
-export class LuaMulti {
-  constructor(readonly values: unknown[]) {}
-}
+// Why re-exported: the state's options, limits and LuaMulti moved to state-options.ts, but every
+// importer still takes them from here.
+export {
+  DEFAULT_INSTRUCTIONS,
+  DEFAULT_MEMORY_LIMIT,
+  DEFAULT_TIMEOUT_MS,
+  LuaMulti,
+  type CallLimits,
+  type LuaStateOptions,
+};
 
 /** What a host function sees of its call. */
 export interface HostCall {
@@ -47,45 +65,6 @@ export interface HostFunctionSpec {
   /** The function returns a promise; Lua code waits for it by yielding. */
   async?: boolean;
 }
-
-export interface LuaStateOptions {
-  /** Names the state in messages (a plugin name, "script"). */
-  name: string;
-  /** Memory ceiling in bytes (default 64 MiB). */
-  memoryLimit?: number;
-  /** Where `print` output goes. */
-  print?: (text: string) => void;
-  /** Finds a module for `require`: its source and chunk name, or an error message. */
-  findModule?: (name: string) => { source: string | Uint8Array; chunkname: string } | string;
-  module?: LuaModule;
-}
-
-export interface CallLimits {
-  timeoutMs?: number;
-  instructions?: number;
-  signal?: AbortSignal;
-  /**
-   * What this call is for, opaque to the state: host functions read it back as
-   * `state.activeTag` while the call runs (a handler's call context, so a nested tool call made
-   * from Lua knows whose call it belongs to).
-   */
-  tag?: unknown;
-  /** Bytes each returned value may take once read into JS (a BridgeSizeError past it). */
-  resultBytes?: number;
-}
-
-export const DEFAULT_MEMORY_LIMIT = 64 * 1024 * 1024;
-export const DEFAULT_TIMEOUT_MS = 5000;
-export const DEFAULT_INSTRUCTIONS = 1_000_000_000;
-/** Light userdata pointer marking a yield that waits on the host. */
-const MARK_POINTER = 1;
-
-interface RunningCall extends ActiveCall {
-  pending: Map<number, Promise<unknown>>;
-  tag?: unknown;
-}
-
-let nextPendingId = 1;
 
 export class LuaState {
   readonly name: string;
@@ -172,7 +151,7 @@ export class LuaState {
       find_module: { raw: (CL) => this.findModule(CL) },
       print: {
         fn: (_args, call) => {
-          this.opts.print?.(this.tostringArgs(call));
+          this.opts.print?.(tostringArgs(mod, mem, call.L, call.nargs));
           return undefined;
         },
       },
@@ -180,11 +159,11 @@ export class LuaState {
       // wrapper read it first and a cycle or deep nesting raised without the `json.encode:` prefix.
       json_encode: {
         raw: (CL, nargs) => {
-          this.rt.mem.pushString(CL, this.jsonEncode(CL, nargs));
+          this.rt.mem.pushString(CL, jsonEncode(this.bridge, CL, nargs));
           return 1;
         },
       },
-      json_decode: { fn: (args, call) => this.jsonDecode(args[0], call) },
+      json_decode: { fn: (args, call) => jsonDecode(args[0], call.nargs, call.typeOf) },
     };
     for (const [key, spec] of Object.entries(host)) {
       this.pushHostFunction(spec);
@@ -195,7 +174,7 @@ export class LuaState {
     mod._lua_pushlightuserdata(L, MARK_POINTER);
     this.bridge.pushArrayMetatable(L);
     // stack: host MARK ARRAY_MT
-    this.loadSetupOnStack(L, PRELUDE, '=[moonhub prelude]');
+    loadSetupOnStack(this.rt, L, PRELUDE, '=[moonhub prelude]');
     mod._lua_rotate(L, 1, 1);
     // stack: prelude host MARK ARRAY_MT
     const status = mod._lua_pcallk(L, 3, 1, 0, 0, 0);
@@ -252,51 +231,9 @@ export class LuaState {
     if (typeof name !== 'string') throw new LuaArgumentError('module name must be a string');
     const found = this.opts.findModule?.(name) ?? `module '${name}' not found`;
     if (typeof found === 'string') throw new LuaArgumentError(found);
-    this.loadOnStack(L, found.source, `@${found.chunkname}`);
+    loadOnStack(this.rt, L, found.source, `@${found.chunkname}`);
     this.rt.mem.pushString(L, found.chunkname);
     return 2;
-  }
-
-  private tostringArgs(call: HostCall): string {
-    const { mod } = this;
-    const L = call.L;
-    const parts: string[] = [];
-    for (let i = 1; i <= call.nargs; i++) {
-      mod._luaL_tolstring(L, i, 0);
-      parts.push(this.rt.mem.readText(L, -1));
-      mod._lua_settop(L, -2);
-    }
-    return parts.join('\t');
-  }
-
-  private jsonEncode(L: number, nargs: number): string {
-    if (nargs < 1) throw new LuaArgumentError("bad argument #1 to 'encode' (value expected)");
-    try {
-      return JSON.stringify(this.bridge.read(L, 1), bytesReplacer) ?? 'null';
-    } catch (err) {
-      throw new LuaArgumentError(`json.encode: ${(err as Error).message}`);
-    }
-  }
-
-  private jsonDecode(text: unknown, call: HostCall): unknown {
-    if (typeof text !== 'string') {
-      // Fix (test/lua): Lua type names ("got nil", "got table", not JS's "undefined"/"object") and
-      // the `json.decode:` prefix docs/lua-api.md promises for a non-string argument.
-      const got =
-        call.nargs < 1
-          ? 'no value'
-          : text instanceof Uint8Array
-            ? 'non-UTF-8 bytes'
-            : luaTypeName(call.typeOf(1));
-      throw new LuaArgumentError(
-        `json.decode: bad argument #1 to 'decode' (string expected, got ${got})`,
-      );
-    }
-    try {
-      return JSON.parse(text);
-    } catch (err) {
-      throw new LuaArgumentError(`json.decode: ${(err as Error).message}`);
-    }
   }
 
   // ---- host functions ------------------------------------------------------------------------
@@ -320,11 +257,11 @@ export class LuaState {
               mod._lua_pushvalue(CL, i);
               return mod._luaL_ref(CL, LUA_REGISTRYINDEX);
             },
-            refPath: (i, path) => this.refPath(CL, i, path),
+            refPath: (i, path) => refPath(this.rt, CL, i, path),
           };
           const result = (fn as HostFunction)(args, call);
-          if (spec.async) return this.registerPending(CL, result);
-          return this.pushResults(CL, result);
+          if (spec.async) return registerPending(this.rt, CL, result);
+          return pushResults(bridge, CL, result);
         }),
       spec.async ? 2 : 1,
     );
@@ -340,58 +277,6 @@ export class LuaState {
     } else {
       this.rt.pushFunction(L, id);
     }
-  }
-
-  private refPath(L: number, i: number, path: (string | number)[]): number | undefined {
-    const { mod } = this;
-    const top = mod._lua_gettop(L);
-    mod._lua_pushvalue(L, i);
-    for (const key of path) {
-      if (mod._lua_type(L, -1) !== LuaType.Table) {
-        mod._lua_settop(L, top);
-        return undefined;
-      }
-      if (typeof key === 'number') mod._lua_rawgeti(L, -1, BigInt(key));
-      else {
-        this.rt.mem.pushString(L, key);
-        mod._lua_rawget(L, -2);
-      }
-      mod._lua_rotate(L, -2, 1);
-      mod._lua_settop(L, -2);
-    }
-    if (mod._lua_type(L, -1) !== LuaType.Function) {
-      mod._lua_settop(L, top);
-      return undefined;
-    }
-    const ref = mod._luaL_ref(L, LUA_REGISTRYINDEX);
-    mod._lua_settop(L, top);
-    return ref;
-  }
-
-  private pushResults(L: number, result: unknown): number {
-    if (result === undefined) return 0;
-    if (result instanceof LuaMulti) {
-      for (const v of result.values) this.bridge.push(L, v);
-      return result.values.length;
-    }
-    this.bridge.push(L, result);
-    return 1;
-  }
-
-  private registerPending(L: number, result: unknown): number {
-    const call = this.rt.active as RunningCall | undefined;
-    if (!call) {
-      throw new LuaArgumentError(
-        'this function waits, and can only be called inside a running call',
-      );
-    }
-    const id = nextPendingId++;
-    const promise = Promise.resolve(result);
-    // Keep an early rejection from being reported as unhandled before the scheduler takes it.
-    promise.catch(() => undefined);
-    call.pending.set(id, promise);
-    this.mod._lua_pushnumber(L, id);
-    return 1;
   }
 
   /** Sets a global to a JS value or a table of host functions. */
@@ -432,7 +317,7 @@ export class LuaState {
    */
   exec(source: string, chunkname: string): void {
     const { mod, L } = this;
-    this.loadSetupOnStack(L, source, chunkname);
+    loadSetupOnStack(this.rt, L, source, chunkname);
     if (mod._lua_pcallk(L, 0, 0, 0, 0, 0) !== LuaStatus.Ok) {
       const msg = this.rt.mem.readText(L, -1);
       mod._lua_settop(L, 0);
@@ -443,52 +328,6 @@ export class LuaState {
 
   // ---- chunks and calls ----------------------------------------------------------------------
 
-  /**
-   * Compiles one of our own setup chunks, from its bytecode after the first time in this module.
-   * Binary mode is only ever used here, on bytes our own compiler made from our own source.
-   */
-  private loadSetupOnStack(L: number, source: string, chunkname: string): void {
-    const key = `${chunkname}\n${source}`;
-    const compiled = this.rt.setupChunk(key);
-    if (compiled === undefined) {
-      this.loadOnStack(L, source, chunkname);
-      this.rt.rememberSetupChunk(L, key);
-      return;
-    }
-    const { mod } = this;
-    const mem = this.rt.mem;
-    const status = mod._luaL_loadbufferx(
-      L,
-      compiled.ptr,
-      compiled.size,
-      mem.cstr(chunkname),
-      mem.cstr('b'),
-    );
-    if (status !== LuaStatus.Ok) {
-      const msg = mem.readText(L, -1);
-      mod._lua_settop(L, -2);
-      throw new LuaError(msg);
-    }
-  }
-
-  private loadOnStack(L: number, source: string | Uint8Array, chunkname: string): void {
-    const { mod } = this;
-    const mem = this.rt.mem;
-    // The source goes in as a Lua string, whose bytes luaL_loadbufferx then reads in place.
-    mem.pushString(L, source);
-    const p = mod._lua_tolstring(L, -1, mem.out);
-    const size = mod.HEAPU32[mem.out >> 2] as number;
-    const status = mod._luaL_loadbufferx(L, p, size, mem.cstr(chunkname), mem.cstr('t'));
-    // stack: source, function-or-error
-    mod._lua_rotate(L, -2, 1);
-    mod._lua_settop(L, -2);
-    if (status !== LuaStatus.Ok) {
-      const msg = mem.readText(L, -1);
-      mod._lua_settop(L, -2);
-      throw new LuaError(msg);
-    }
-  }
-
   /** The `tag` of the call whose code is running now (read it in a host function), if any. */
   get activeTag(): unknown {
     return (this.rt.active as RunningCall | undefined)?.tag;
@@ -497,7 +336,7 @@ export class LuaState {
   /** Compiles a chunk and returns a registry reference to the function. */
   load(source: string | Uint8Array, chunkname: string): number {
     this.assertOpen();
-    this.loadOnStack(this.L, source, chunkname);
+    loadOnStack(this.rt, this.L, source, chunkname);
     return this.mod._luaL_ref(this.L, LUA_REGISTRYINDEX);
   }
 
@@ -527,35 +366,16 @@ export class LuaState {
       tag: limits.tag,
     };
     this.running++;
-    let timer: NodeJS.Timeout | undefined;
-    let onAbort: (() => void) | undefined;
+    const guard = new CallGuard(call.deadline, timeoutMs, limits.signal);
     try {
       mod._lua_rawgeti(thread, LUA_REGISTRYINDEX, BigInt(ref));
       this.pushProtected(thread, args);
       let nargs = args.length;
-      // Rejects when the call runs out of time or is cancelled while it waits. Built at the first
-      // wait only: most calls never wait, and a timer per call would sit on the tools/call path.
-      let interrupted: Promise<never> | undefined;
-      const guard = (): Promise<never> => {
-        interrupted ??= new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () => reject(new LuaLimitError('timeout', limitMessage('timeout', timeoutMs))),
-            Math.max(0, call.deadline - performance.now()),
-          );
-          if (limits.signal) {
-            onAbort = () => reject(new LuaError('the call was cancelled'));
-            if (limits.signal.aborted) onAbort();
-            else limits.signal.addEventListener('abort', onAbort, { once: true });
-          }
-        });
-        interrupted.catch(() => undefined);
-        return interrupted;
-      };
       for (;;) {
         const status = this.resume(call, nargs);
         const nres = mod.HEAP32[(this.rt.mem.out + 8) >> 2] as number;
         if (status === LuaStatus.Yield) {
-          const id = this.takeYield(thread, nres);
+          const id = takeYield(mod, thread, nres);
           const pending = id === undefined ? undefined : call.pending.get(id);
           if (pending === undefined) {
             throw new LuaError('attempt to yield from outside a coroutine');
@@ -563,7 +383,7 @@ export class LuaState {
           call.pending.delete(id as number);
           let values: unknown[];
           try {
-            const value = await Promise.race([pending, guard()]);
+            const value = await Promise.race([pending, guard.wait()]);
             values = value instanceof LuaMulti ? [true, ...value.values] : [true, value];
           } catch (err) {
             if (err instanceof LuaLimitError || (limits.signal?.aborted && err instanceof LuaError))
@@ -585,11 +405,10 @@ export class LuaState {
             });
           return out;
         }
-        throw this.errorFrom(thread, status);
+        throw errorFrom(this.rt, this.bridge, L, thread, status, this.rt.account(this.account).max);
       }
     } finally {
-      if (timer) clearTimeout(timer);
-      if (onAbort) limits.signal?.removeEventListener('abort', onAbort);
+      guard.dispose();
       this.running--;
       if (!this.closed) {
         mod._luaL_unref(L, LUA_REGISTRYINDEX, threadRef);
@@ -609,21 +428,6 @@ export class LuaState {
     }
   }
 
-  /** Reads a `(MARK, id)` yield and clears it off the thread; undefined for any other yield. */
-  private takeYield(thread: number, nres: number): number | undefined {
-    const mod = this.mod;
-    let id: number | undefined;
-    if (
-      nres === 2 &&
-      mod._lua_type(thread, -2) === LuaType.LightUserdata &&
-      mod._lua_touserdata(thread, -2) === MARK_POINTER
-    ) {
-      id = mod._lua_tonumberx(thread, -1, 0);
-    }
-    mod._lua_settop(thread, -nres - 1);
-    return id;
-  }
-
   private pushResume(thread: number, values: unknown[]): number {
     const top = this.mod._lua_gettop(thread);
     try {
@@ -635,37 +439,6 @@ export class LuaState {
       this.rt.mem.pushString(thread, `could not pass the result to Lua: ${(err as Error).message}`);
       return 2;
     }
-  }
-
-  private errorFrom(thread: number, status: number): LuaError {
-    const { mod, L } = this;
-    const mem = this.rt.mem;
-    let message: string;
-    if (status === LuaStatus.ErrMem) {
-      return new LuaLimitError('memory', limitMessage('memory', this.rt.account(this.account).max));
-    }
-    const t = mod._lua_type(thread, -1);
-    if (t === LuaType.String || t === LuaType.Number) {
-      message = mem.readText(thread, -1);
-    } else if (t === LuaType.Nil || t === LuaType.None) {
-      message = 'nil';
-    } else {
-      try {
-        const v = this.bridge.read(thread, -1, { opaque: 'skip' });
-        message = JSON.stringify(v, bytesReplacer) ?? String(v);
-      } catch (err) {
-        message = err instanceof BridgeError ? `(error object: ${err.message})` : '(error object)';
-      }
-    }
-    let traceback: string | undefined;
-    try {
-      mod._luaL_traceback(L, thread, 0, 0);
-      traceback = mem.readText(L, -1);
-      mod._lua_settop(L, -2);
-    } catch {
-      traceback = undefined;
-    }
-    return new LuaError(message, traceback);
   }
 
   // ---- lifetime ------------------------------------------------------------------------------
@@ -692,8 +465,4 @@ export class LuaState {
   private assertOpen(): void {
     if (this.closed) throw new LuaError(`the Lua state of ${this.name} is closed`);
   }
-}
-
-function bytesReplacer(_key: string, value: unknown): unknown {
-  return value instanceof Uint8Array ? new TextDecoder().decode(value) : value;
 }

@@ -3,8 +3,16 @@
  * so a plugin's surface can be reset or rolled back as a unit. Changes made inside a batch become
  * visible to listeners together, with one event naming every kind that changed.
  */
-import { HandlerError, RegistryError, type HandlerKind } from './errors.js';
+import { byKey, describeResource, withView } from './entry-views.js';
+import { RegistryError } from './errors.js';
+import {
+  RegistryEvents,
+  type ChangeListener,
+  type HandlerErrorListener,
+  type ResourceUpdateListener,
+} from './registry-events.js';
 import { compileValidator, type ArgumentValidator } from './schema.js';
+import { failureResult } from './tool-results.js';
 import { matchTemplate, isTemplate } from './uri-template.js';
 import type {
   CallContext,
@@ -26,11 +34,10 @@ import type {
   ToolSpec,
 } from './types.js';
 
-export type ChangeListener = (kinds: ReadonlySet<EntryKind>) => void;
-/** Told when a resource's content changed (`mcp.resource_updated`), for its subscribers. */
-export type ResourceUpdateListener = (uri: string) => void;
-/** Told when a prompt, resource or completion handler failed (the plugin's error, for the log). */
-export type HandlerErrorListener = (err: HandlerError) => void;
+// Why re-exported: listeners and tool results moved to registry-events.ts and tool-results.ts,
+// but importers still take them from here.
+export type { ChangeListener, HandlerErrorListener, ResourceUpdateListener };
+export { RAISED, errorResult, failureResult, wasRaised } from './tool-results.js';
 
 interface ToolSlot {
   entry: ToolEntry;
@@ -56,11 +63,9 @@ export class Registry {
   private readonly tools = new Map<string, ToolSlot>();
   private readonly prompts = new Map<string, PromptEntry>();
   private readonly resources = new Map<string, ResourceEntry>();
-  private readonly listeners = new Set<ChangeListener>();
-  private batchDepth = 0;
-  private pending = new Set<EntryKind>();
+  private readonly events = new RegistryEvents();
   /** Bumped on every change of a kind; views cache against it. */
-  readonly versions: Record<EntryKind, number> = { tools: 0, prompts: 0, resources: 0 };
+  readonly versions: Record<EntryKind, number> = this.events.versions;
   private toolListCache: { version: number; list: { owner: string; info: ToolInfo }[] } | undefined;
 
   constructor(opts: { hubId?: string } = {}) {
@@ -68,60 +73,20 @@ export class Registry {
   }
 
   onChange(listener: ChangeListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.events.onChange(listener);
   }
-
-  private readonly updateListeners = new Set<ResourceUpdateListener>();
-  private readonly failureListeners = new Set<HandlerErrorListener>();
 
   onHandlerError(listener: HandlerErrorListener): () => void {
-    this.failureListeners.add(listener);
-    return () => this.failureListeners.delete(listener);
-  }
-
-  /**
-   * Runs a prompt, resource or completion handler; what it throws becomes a HandlerError that
-   * names its owner, told to the listeners. A call stopped because its caller went away (or its
-   * 2026 input round ended) is not the plugin's failure and passes through unchanged.
-   */
-  private async guarded<T>(
-    owner: string,
-    kind: HandlerKind,
-    subject: string,
-    ctx: CallContext,
-    run: () => Promise<T>,
-  ): Promise<T> {
-    try {
-      return await run();
-    } catch (err) {
-      if (ctx.signal?.aborted === true) throw err;
-      const failure = new HandlerError(owner, kind, subject, err);
-      for (const listener of this.failureListeners) {
-        try {
-          listener(failure);
-        } catch {
-          // A broken log listener must not change what the client is told.
-        }
-      }
-      throw failure;
-    }
+    return this.events.onHandlerError(listener);
   }
 
   onResourceUpdated(listener: ResourceUpdateListener): () => void {
-    this.updateListeners.add(listener);
-    return () => this.updateListeners.delete(listener);
+    return this.events.onResourceUpdated(listener);
   }
 
   /** Tells subscribers that the content behind `uri` changed. */
   resourceUpdated(uri: string): void {
-    for (const listener of this.updateListeners) {
-      try {
-        listener(uri);
-      } catch {
-        // One broken subscriber must not keep the others from hearing about it.
-      }
-    }
+    this.events.resourceUpdated(uri);
   }
 
   /**
@@ -151,7 +116,7 @@ export class Registry {
         ? (this.prompts.get(ref.name!)?.owner ?? '')
         : (this.resources.get(ref.uri!)?.owner ?? '');
     const complete = handler;
-    return this.guarded(owner, 'completion', ref.name ?? ref.uri ?? '', ctx, () =>
+    return this.events.guarded(owner, 'completion', ref.name ?? ref.uri ?? '', ctx, () =>
       complete(argument, value, context, ctx),
     );
   }
@@ -159,15 +124,11 @@ export class Registry {
   // ---- batches -------------------------------------------------------------------------------
 
   beginBatch(): void {
-    this.batchDepth++;
+    this.events.beginBatch();
   }
 
   endBatch(): void {
-    if (this.batchDepth === 0) {
-      throw new RegistryError('batch_mismatch', 'end_batch called without a matching begin_batch');
-    }
-    this.batchDepth--;
-    if (this.batchDepth === 0) this.flush();
+    this.events.endBatch();
   }
 
   /** Runs `fn` inside a batch, closing the batch whatever happens. */
@@ -177,25 +138,6 @@ export class Registry {
       return await fn();
     } finally {
       this.endBatch();
-    }
-  }
-
-  private changed(kind: EntryKind): void {
-    this.versions[kind]++;
-    this.pending.add(kind);
-    if (this.batchDepth === 0) this.flush();
-  }
-
-  private flush(): void {
-    if (this.pending.size === 0) return;
-    const kinds = this.pending;
-    this.pending = new Set();
-    for (const listener of this.listeners) {
-      try {
-        listener(kinds);
-      } catch {
-        // A broken listener must not stop the others or the registration that triggered it.
-      }
     }
   }
 
@@ -214,7 +156,7 @@ export class Registry {
     if (spec.annotations !== undefined) info.annotations = spec.annotations;
     if (spec.icons !== undefined) info.icons = spec.icons;
     this.tools.set(spec.name, { entry: { ...spec, owner }, info, validate });
-    this.changed('tools');
+    this.events.changed('tools');
   }
 
   /** Removes a tool; with `owner`, only when that owner holds it. Returns whether it existed. */
@@ -222,7 +164,7 @@ export class Registry {
     const slot = this.tools.get(name);
     if (!slot || (owner !== undefined && slot.entry.owner !== owner)) return false;
     this.tools.delete(name);
-    this.changed('tools');
+    this.events.changed('tools');
     return true;
   }
 
@@ -309,14 +251,14 @@ export class Registry {
     if (!spec.name)
       throw new RegistryError('invalid_definition', 'a prompt needs a non-empty name');
     this.prompts.set(spec.name, { ...spec, owner });
-    this.changed('prompts');
+    this.events.changed('prompts');
   }
 
   removePrompt(name: string, owner?: string): boolean {
     const entry = this.prompts.get(name);
     if (!entry || (owner !== undefined && entry.owner !== owner)) return false;
     this.prompts.delete(name);
-    this.changed('prompts');
+    this.events.changed('prompts');
     return true;
   }
 
@@ -372,7 +314,7 @@ export class Registry {
         );
       }
     }
-    return this.guarded(entry.owner, 'prompt', name, ctx, () => entry.handler(given, ctx));
+    return this.events.guarded(entry.owner, 'prompt', name, ctx, () => entry.handler(given, ctx));
   }
 
   // ---- resources -----------------------------------------------------------------------------
@@ -386,14 +328,14 @@ export class Registry {
       owner,
       isTemplate: isTemplate(spec.uriTemplate),
     });
-    this.changed('resources');
+    this.events.changed('resources');
   }
 
   removeResource(uriTemplate: string, owner?: string): boolean {
     const entry = this.resources.get(uriTemplate);
     if (!entry || (owner !== undefined && entry.owner !== owner)) return false;
     this.resources.delete(uriTemplate);
-    this.changed('resources');
+    this.events.changed('resources');
     return true;
   }
 
@@ -443,7 +385,7 @@ export class Registry {
     if (!found) throw new RegistryError('unknown_resource', `Resource not found: ${uri}`);
     const { entry, params } = found;
     const readCtx = { ...ctx, uri };
-    return this.guarded(entry.owner, 'resource', uri, readCtx, () =>
+    return this.events.guarded(entry.owner, 'resource', uri, readCtx, () =>
       entry.handler(uri, params, readCtx),
     );
   }
@@ -457,19 +399,19 @@ export class Registry {
       for (const [name, slot] of this.tools) {
         if (owner === undefined || slot.entry.owner === owner) {
           this.tools.delete(name);
-          this.changed('tools');
+          this.events.changed('tools');
         }
       }
       for (const [name, entry] of this.prompts) {
         if (owner === undefined || entry.owner === owner) {
           this.prompts.delete(name);
-          this.changed('prompts');
+          this.events.changed('prompts');
         }
       }
       for (const [key, entry] of this.resources) {
         if (owner === undefined || entry.owner === owner) {
           this.resources.delete(key);
-          this.changed('resources');
+          this.events.changed('resources');
         }
       }
     } finally {
@@ -492,15 +434,15 @@ export class Registry {
       this.reset(owner);
       for (const slot of snapshot.tools) {
         this.tools.set(slot.entry.name, slot);
-        this.changed('tools');
+        this.events.changed('tools');
       }
       for (const p of snapshot.prompts) {
         this.prompts.set(p.name, p);
-        this.changed('prompts');
+        this.events.changed('prompts');
       }
       for (const r of snapshot.resources) {
         this.resources.set(r.uriTemplate, r);
-        this.changed('resources');
+        this.events.changed('resources');
       }
     } finally {
       this.endBatch();
@@ -514,63 +456,4 @@ export class Registry {
     for (const r of this.resources.values()) out.add(r.owner);
     return out;
   }
-}
-
-/**
- * The context a handler gets: the caller's view travels in `ctx.filter`, so calls a handler makes
- * on the caller's behalf (execute, mcp.call) are authorized the same way. Own getters (the
- * dispatcher's lazy `signal`) are kept as getters.
- */
-function withView(ctx: CallContext, filter: OwnerFilter): CallContext {
-  if (filter === undefined || ctx.filter !== undefined) return ctx;
-  const descriptors = Object.getOwnPropertyDescriptors(ctx);
-  return Object.defineProperties(
-    {},
-    {
-      ...descriptors,
-      filter: { value: filter, enumerable: true, writable: true, configurable: true },
-    },
-  ) as CallContext;
-}
-
-export function errorResult(message: string): ToolResult {
-  return { content: [{ type: 'text', text: message }], isError: true };
-}
-
-/**
- * Marks a tool error that the handler raised (or the hub made: bad arguments, an unreachable
- * upstream), as opposed to an `isError` result the tool returned as its answer. Lua's
- * `mcp.call_tool` answers the first with `nil, err` and the second with its content blocks and
- * `is_error = true`, as Botster does. Not enumerable: it never reaches the wire.
- */
-export const RAISED: unique symbol = Symbol('moonhub.raised');
-
-export function failureResult(message: string): ToolResult {
-  const result = errorResult(message);
-  Object.defineProperty(result, RAISED, { value: true });
-  return result;
-}
-
-export function wasRaised(result: ToolResult): boolean {
-  return (result as { [RAISED]?: boolean })[RAISED] === true;
-}
-
-function byKey<T>(key: (v: T) => string): (a: T, b: T) => number {
-  return (a, b) => {
-    const x = key(a);
-    const y = key(b);
-    return x < y ? -1 : x > y ? 1 : 0;
-  };
-}
-
-function describeResource<T extends object>(
-  head: T,
-  r: ResourceEntry,
-): T & Omit<ResourceInfo, 'uri'> {
-  const out: T & Omit<ResourceInfo, 'uri'> = { ...head, name: r.name };
-  if (r.title !== undefined) out.title = r.title;
-  if (r.description !== undefined) out.description = r.description;
-  if (r.mimeType !== undefined) out.mimeType = r.mimeType;
-  if (r.icons !== undefined) out.icons = r.icons;
-  return out;
 }
