@@ -12,10 +12,16 @@ export class CallGuard {
   private timer: NodeJS.Timeout | undefined;
   private onAbort: (() => void) | undefined;
 
+  private signal: AbortSignal | undefined;
+
+  /**
+   * `limits.signal` is read at the first wait, not here: the Lua bindings pass a getter whose
+   * first read makes the transport build an AbortController (LazySignalLimits).
+   */
   constructor(
     private readonly deadline: number,
     private readonly timeoutMs: number,
-    private readonly signal: AbortSignal | undefined,
+    private readonly limits: { readonly signal?: AbortSignal },
   ) {}
 
   /** A promise that rejects on timeout or abort (the same one for every wait of the call). */
@@ -25,7 +31,7 @@ export class CallGuard {
         () => reject(new LuaLimitError('timeout', limitMessage('timeout', this.timeoutMs))),
         Math.max(0, this.deadline - performance.now()),
       );
-      const signal = this.signal;
+      const signal = (this.signal = this.limits.signal);
       if (signal) {
         this.onAbort = () => reject(new LuaError('the call was cancelled'));
         if (signal.aborted) this.onAbort();

@@ -366,7 +366,7 @@ export class LuaState {
       tag: limits.tag,
     };
     this.running++;
-    const guard = new CallGuard(call.deadline, timeoutMs, limits.signal);
+    const guard = new CallGuard(call.deadline, timeoutMs, limits);
     try {
       mod._lua_rawgeti(thread, LUA_REGISTRYINDEX, BigInt(ref));
       this.pushProtected(thread, args);

@@ -213,3 +213,25 @@ describe('leaks', () => {
     );
   });
 });
+
+describe('the abort signal is read only when a call waits', () => {
+  it('a call that never waits does not read limits.signal; one that waits does, and hears it', async () => {
+    // The Lua bindings pass a getter: its first read makes the transport build an
+    // AbortController, a cost every tools/call would pay if the signal were read eagerly.
+    let reads = 0;
+    const controller = new AbortController();
+    const limits = {
+      timeoutMs: 5000,
+      get signal() {
+        reads++;
+        return controller.signal;
+      },
+    };
+    assert.deepEqual(await run(state, 'return 1 + 1', [], limits), [2]);
+    assert.equal(reads, 0, 'no wait, no read');
+    const waiting = run(state, 'task.sleep(10000) return "late"', [], limits);
+    setTimeout(() => controller.abort(), 20);
+    await assert.rejects(waiting, /cancelled/);
+    assert.ok(reads >= 1, 'read once the call waited');
+  });
+});
