@@ -68,13 +68,14 @@ export default defineConfig(
     },
   },
   {
-    // split-a: the Lua runtime, the registry and the Lua API modules already split to size.
-    files: [
-      'src/lua/**/*.ts',
-      'src/registry/**/*.ts',
-      'src/lua-api/context*.ts',
-      'src/lua-api/proxy*.ts',
-      'src/lua-api/chilkat-mcp.ts',
+    // Files that fit in a head, over all of src/ (src/server/ has its own block above). The
+    // files listed in `ignores` are not split yet (see docs/architecture.md, "Files over size").
+    files: ['src/**/*.ts'],
+    ignores: [
+      'src/cli/main.ts',
+      'src/lua-api/chilkat.ts',
+      'src/lua-api/mcp-registry.ts',
+      'src/upstream/direct-call.ts',
     ],
     rules: {
       'max-lines': ['error', { max: 400, skipBlankLines: true, skipComments: true }],

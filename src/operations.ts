@@ -58,73 +58,111 @@ export interface Operations {
   close(): Promise<void>;
 }
 
+/** What the pieces of `startOperations` share while it puts them together. */
+interface Wiring {
+  o: OperationsOptions;
+  cfg: ReturnType<typeof observeSettingsOf>;
+  registry: Hub['registry'];
+  upstreams: () => ReturnType<ReturnType<typeof upstreamsOf>['status']>;
+  identityOf: (principal: string) => ReturnType<Access['identityOf']>;
+  observers: CallObserver[];
+  closers: (() => unknown)[];
+}
+
 export async function startOperations(o: OperationsOptions): Promise<Operations> {
-  const { hub, access, settings, logger } = o;
-  const cfg = observeSettingsOf(settings.config.observe, o.audit);
+  const { hub, access, settings } = o;
   const registry = hub.registry;
-  const upstreams = () => upstreamsOf(registry).status();
-  const identityOf = (p: string) => access.identityOf(p);
-  const observers: CallObserver[] = [];
-  const closers: (() => unknown)[] = [];
-
-  const metrics = cfg.metrics
-    ? new HubMetrics({
-        registry,
-        plugins: hub.plugins,
-        upstreams,
-        execute: () => hub.executeStats(),
-        legacySessions: () => {
-          const sessions = access.httpHandler()?.sessions;
-          if (sessions === undefined) return undefined;
-          let streams = 0;
-          for (const s of sessions.values())
-            if (s.stream !== undefined && !s.stream.closed) streams++;
-          return { sessions: sessions.size, streams };
-        },
-        listenStreams: () => access.httpHandler()?.listenStreams,
-      })
-    : undefined;
-  if (metrics !== undefined) {
-    observers.push(metrics.observer);
-    // The loads before serving count too; later ones arrive as events.
-    for (const p of hub.plugins.status())
-      metrics.pluginEvent({ type: p.loaded ? 'loaded' : 'failed', name: p.name });
-    closers.push(hub.plugins.onEvent((e) => metrics.pluginEvent(e)));
-  }
-
-  let tracer: RequestTracer | undefined;
-  if (tracingWanted()) {
-    // Loaded only when asked for: with tracing off no OpenTelemetry code runs at all.
-    const { startTracing } = await import('./observe/tracing.js');
-    tracer = startTracing();
-    tracer?.instrument(registry);
-    closers.push(() => tracer?.shutdown());
-    logger.info('tracing on: spans go to the OTLP endpoint of the OTEL_* variables');
-  }
+  const w: Wiring = {
+    o,
+    cfg: observeSettingsOf(settings.config.observe, o.audit),
+    registry,
+    upstreams: () => upstreamsOf(registry).status(),
+    identityOf: (p: string) => access.identityOf(p),
+    observers: [],
+    closers: [],
+  };
+  const metrics = startMetrics(w);
+  const tracer = await startTracer(w);
   let hook: UpstreamCallHook | undefined;
   if (tracer !== undefined) hook = tracer.upstreamHook(hook);
   if (metrics !== undefined) hook = metrics.upstreamHook(hook);
   setUpstreamCallHook(registry, hook);
+  startAudit(w);
 
-  if (cfg.auditTo !== undefined) {
-    const audit = new AuditLog({
-      to: cfg.auditTo,
-      includeArguments: cfg.auditArguments,
-      identityOf,
-      upstreamOf: (tool) => {
-        const owner = registry.getTool(tool)?.owner;
-        const u = upstreams().find((p) => p.owner === owner && tool.startsWith(p.prefix));
-        return u === undefined ? undefined : redactUrl(u.url);
-      },
-    });
-    observers.push(audit.observer);
-    closers.push(() => audit.close());
-  }
+  const live = new LiveCalls({
+    keep: w.cfg.keepCalls,
+    maxViewers: w.cfg.maxStreams,
+    identityOf: w.identityOf,
+  });
+  if (w.cfg.dashboard) w.observers.push(live.observer);
+  w.closers.push(() => live.close());
 
-  const live = new LiveCalls({ keep: cfg.keepCalls, maxViewers: cfg.maxStreams, identityOf });
-  if (cfg.dashboard) observers.push(live.observer);
-  closers.push(() => live.close());
+  const { routes, metricsUrl } = await operatorRouteList(w, metrics, live);
+  return transportsOf(w, metrics, tracer, routes, metricsUrl);
+}
 
+/** The Prometheus metrics, when `observe.metrics` is on, fed by plugin events from now on. */
+function startMetrics(w: Wiring): HubMetrics | undefined {
+  const { hub, access } = w.o;
+  if (!w.cfg.metrics) return undefined;
+  const metrics = new HubMetrics({
+    registry: w.registry,
+    plugins: hub.plugins,
+    upstreams: w.upstreams,
+    execute: () => hub.executeStats(),
+    legacySessions: () => {
+      const sessions = access.httpHandler()?.sessions;
+      if (sessions === undefined) return undefined;
+      let streams = 0;
+      for (const s of sessions.values()) if (s.stream !== undefined && !s.stream.closed) streams++;
+      return { sessions: sessions.size, streams };
+    },
+    listenStreams: () => access.httpHandler()?.listenStreams,
+  });
+  w.observers.push(metrics.observer);
+  // The loads before serving count too; later ones arrive as events.
+  for (const p of hub.plugins.status())
+    metrics.pluginEvent({ type: p.loaded ? 'loaded' : 'failed', name: p.name });
+  w.closers.push(hub.plugins.onEvent((e) => metrics.pluginEvent(e)));
+  return metrics;
+}
+
+async function startTracer(w: Wiring): Promise<RequestTracer | undefined> {
+  if (!tracingWanted()) return undefined;
+  // Loaded only when asked for: with tracing off no OpenTelemetry code runs at all.
+  const { startTracing } = await import('./observe/tracing.js');
+  const tracer = startTracing();
+  tracer?.instrument(w.registry);
+  w.closers.push(() => tracer?.shutdown());
+  w.o.logger.info('tracing on: spans go to the OTLP endpoint of the OTEL_* variables');
+  return tracer;
+}
+
+function startAudit(w: Wiring): void {
+  if (w.cfg.auditTo === undefined) return;
+  const { registry, upstreams } = w;
+  const audit = new AuditLog({
+    to: w.cfg.auditTo,
+    includeArguments: w.cfg.auditArguments,
+    identityOf: w.identityOf,
+    upstreamOf: (tool) => {
+      const owner = registry.getTool(tool)?.owner;
+      const u = upstreams().find((p) => p.owner === owner && tool.startsWith(p.prefix));
+      return u === undefined ? undefined : redactUrl(u.url);
+    },
+  });
+  w.observers.push(audit.observer);
+  w.closers.push(() => audit.close());
+}
+
+/** Health, metrics (here or on their own address) and the dashboard, as HTTP routes. */
+async function operatorRouteList(
+  w: Wiring,
+  metrics: HubMetrics | undefined,
+  live: LiveCalls,
+): Promise<{ routes: Route[]; metricsUrl: string | undefined }> {
+  const { o, cfg, registry, upstreams } = w;
+  const { hub, access, settings } = o;
   const requestGuard = createRequestGuard(o.originPolicy);
   const guard = (req: IncomingMessage) => requestGuard(req.headers);
   const isAdminToken = (t: string) => access.isAdminToken(t);
@@ -144,7 +182,7 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
       cfg.metricsListen.port,
     );
     metricsUrl = server.url;
-    closers.push(() => server.close());
+    w.closers.push(() => server.close());
     routes.push(operatorRoutes({ metrics: undefined, health }));
   } else {
     routes.push(operatorRoutes({ metrics, health, isAdminToken, guard }));
@@ -174,7 +212,19 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
       dashboardPage(cfg.dashboardPath),
     );
   }
+  return { routes, metricsUrl };
+}
 
+/** The `Operations` handed to `serve`: transport options with the observed dispatcher and routes. */
+function transportsOf(
+  w: Wiring,
+  metrics: HubMetrics | undefined,
+  tracer: RequestTracer | undefined,
+  routes: Route[],
+  metricsUrl: string | undefined,
+): Operations {
+  const { registry, observers, closers } = w;
+  const logger = w.o.logger;
   const wrap = (transport: Transport, d: ReturnType<typeof createMcpDispatcher>) => {
     // Stream cut-offs, dropped notices and rate refusals count with the other refusals.
     if (metrics !== undefined) d.flow.refused = (limit) => metrics.refused(limit);

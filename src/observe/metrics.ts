@@ -94,11 +94,14 @@ export class HubMetrics {
       ...r,
     });
     this.upstreams = new UpstreamStats(register);
-    this.stateGauges(r);
+    // Gauges read at scrape time from the hub's status APIs, one group per status source.
+    this.pluginGauges(r);
+    this.upstreamGauges(r);
+    this.executeAndSessionGauges(r);
   }
 
-  /** Gauges read at scrape time from the hub's status APIs. */
-  private stateGauges(r: { registers: client.Registry[] }): void {
+  /** Plugin and registry gauges. */
+  private pluginGauges(r: { registers: client.Registry[] }): void {
     const src = this.src;
     new client.Gauge({
       name: 'moonhub_plugin_up',
@@ -131,6 +134,11 @@ export class HubMetrics {
         this.set({ kind: 'resources' }, src.registry.countResources());
       },
     });
+  }
+
+  /** Per-upstream gauges, labelled by redacted URL and owning plugin. */
+  private upstreamGauges(r: { registers: client.Registry[] }): void {
+    const src = this.src;
     const upstreamGauge = (name: string, help: string, read: (u: UpstreamRow) => number) =>
       new client.Gauge({
         name,
@@ -156,6 +164,11 @@ export class HubMetrics {
       'Imported tools whose upstream definition changed since approval',
       (u) => u.changed.length,
     );
+  }
+
+  /** execute-script and session/stream gauges. */
+  private executeAndSessionGauges(r: { registers: client.Registry[] }): void {
+    const src = this.src;
     new client.Gauge({
       name: 'moonhub_execute_scripts',
       help: 'execute scripts by state: running, queued (waiting for a worker), workers',

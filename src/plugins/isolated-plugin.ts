@@ -12,53 +12,22 @@ import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threa
 import type { Logger } from '../log.js';
 import { LuaError } from '../lua/errors.js';
 import { DEFAULT_TIMEOUT_MS } from '../lua/state.js';
-import type { SessionViews } from '../lua-api/index.js';
 import { RegistryError } from '../registry/errors.js';
-import type { Registry } from '../registry/registry.js';
 import type { CallContext } from '../registry/types.js';
-import type { PluginSource } from './discover.js';
 import type { DirectPlugin } from './direct-port.js';
+import { HardStop } from './hard-stop.js';
+import { workerSetupOf, type IsolatedPluginOptions, type Pending } from './isolated-setup.js';
+import { ProxyCallbacks } from './proxy-callbacks.js';
 import { HubAnswers } from './hub-answers.js';
 import { SyncQuestions } from './sync-questions.js';
 import { MessageBatch, isBundle, type MessageBundle } from './message-batch.js';
 import { RegistryMirror } from './mirror.js';
 import { ContextTable, DEFAULT_CONTEXT_TABLE_SIZE, callMessage } from './context-table.js';
-import type { FromWorker, PluginWorkerSetup, ToWorker } from './worker-protocol.js';
-import { startWorker, type WorkerPool } from './worker-pool.js';
+import type { FromWorker, ToWorker } from './worker-protocol.js';
+import { startWorker } from './worker-pool.js';
 import { encode, jsonExact, markRaw, valueText } from './wire.js';
 
-export interface IsolatedPluginOptions {
-  registry: Registry;
-  source: PluginSource;
-  code: Uint8Array;
-  chunkname: string;
-  logger: Logger;
-  memoryLimit?: number;
-  loadTimeoutMs: number;
-  /** How long past its own limit a call may run before its worker is terminated. */
-  graceMs: number;
-  sessionViews?: SessionViews;
-  settings?: Readonly<Record<string, unknown>>;
-  limits?: Readonly<Record<string, number>>;
-  /** Where workers come from (a spare started ahead makes reloads and restarts fast). */
-  pool?: WorkerPool;
-  /** Callers' contexts the worker keeps (`plugins.context_table_size`; 0: sent with each call). */
-  contextTableSize?: number;
-}
-
-interface Pending {
-  resolve: (v: unknown) => void;
-  reject: (e: Error) => void;
-  /** When the call is stopped hard (performance.now() ms): its limit plus the grace. */
-  deadline: number;
-  ctx: CallContext;
-  what: string;
-  limitMs: number;
-  scope: AsyncResource;
-  /** A tool call: its result may pass on as the JSON text the worker made. */
-  tool: boolean;
-}
-
+export type { IsolatedPluginOptions } from './isolated-setup.js';
 export { WORKER_HEAP_MB } from './worker-pool.js';
 /** Finished calls whose view a task they spawned may still act for (bounded). */
 const FINISHED_KEPT = 1024;
@@ -83,17 +52,13 @@ export class IsolatedPlugin implements DirectPlugin {
   private activated = false;
   private readonly log: Logger;
   private readonly answers: HubAnswers;
-  /** Proxy callbacks sent to the worker, by id. */
-  private readonly callbacks = new Map<
-    number,
-    Pick<Pending, 'resolve' | 'reject'> & { timer: NodeJS.Timeout }
-  >();
-  /**
-   * One hard-stop timer for all the calls in flight, armed for the earliest deadline (a timer
-   * per call cost a setTimeout + clearTimeout each); `armedFor` is when it fires.
-   */
-  private hardStop: NodeJS.Timeout | undefined;
-  private armedFor = Infinity;
+  /** Proxy callbacks sent to the worker. */
+  private readonly callbacks = new ProxyCallbacks(
+    (msg) => this.post(msg),
+    () => DEFAULT_TIMEOUT_MS + this.opts.graceMs,
+  );
+  /** One timer for the hard stops of all the calls in flight (hard-stop.ts). */
+  private readonly hardStop = new HardStop(() => this.sweep());
   /** Execute runs' contexts by grant id (negative): direct calls act for them (direct-port.ts). */
   private readonly grants = new Map<number, CallContext>();
   private nextGrant = -1;
@@ -120,24 +85,8 @@ export class IsolatedPlugin implements DirectPlugin {
         return scope === undefined ? fn() : scope.runInAsyncScope(fn);
       },
       finished: (id) => this.finished.get(id),
-      callback: (url, which, args) => this.callback(url, which, args),
-    });
-  }
-
-  /** Runs a proxy's Lua callback in the worker, within the default handler limit plus grace. */
-  private callback(url: string, which: 'transform' | 'auth', args: unknown[]): Promise<unknown> {
-    const id = nextCall++;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.callbacks.delete(id);
-        reject(
-          new Error(
-            `timeout: the plugin's ${which === 'auth' ? 'on_auth_error' : 'transform_arguments'} did not answer`,
-          ),
-        );
-      }, DEFAULT_TIMEOUT_MS + this.opts.graceMs);
-      this.callbacks.set(id, { resolve, reject, timer });
-      this.post({ type: 'callback', id, url, which, args });
+      // Runs a proxy's Lua callback in the worker, within the default handler limit plus grace.
+      callback: (url, which, args) => this.callbacks.call(nextCall++, url, which, args),
     });
   }
 
@@ -182,7 +131,7 @@ export class IsolatedPlugin implements DirectPlugin {
     this.phase = 'closed';
     this.generation++;
     this.failAll('the plugin was unloaded');
-    if (this.hardStop !== undefined) clearTimeout(this.hardStop);
+    this.hardStop.clear();
     this.mirror.closeBatches();
     const worker = this.worker;
     this.outbox.post({ type: 'close' });
@@ -201,20 +150,7 @@ export class IsolatedPlugin implements DirectPlugin {
     const gen = ++this.generation;
     const { port1, port2 } = new MessageChannel();
     const flag = new Int32Array(new SharedArrayBuffer(4));
-    const setup: PluginWorkerSetup = {
-      source: this.opts.source,
-      code: this.opts.code,
-      chunkname: this.opts.chunkname,
-      hubId: this.opts.registry.hubId,
-      memoryLimit: this.opts.memoryLimit,
-      loadTimeoutMs: this.opts.loadTimeoutMs,
-      logLevel: this.log.level,
-      sessionViews: this.opts.sessionViews !== undefined,
-      settings: this.opts.settings,
-      limits: this.opts.limits,
-      flag,
-      syncPort: port2,
-    };
+    const setup = workerSetupOf(this.opts, flag, port2);
     const worker = this.opts.pool?.take(refill) ?? startWorker();
     // The setup is the worker's first message (it may have been started ahead, as a spare).
     worker.postMessage({ type: 'setup', setup }, [port2]);
@@ -322,21 +258,8 @@ export class IsolatedPlugin implements DirectPlugin {
     }
   }
 
-  /** Arms the hard-stop timer for `deadline` unless it already fires by then. */
-  private armHardStop(deadline: number): void {
-    if (deadline >= this.armedFor) return;
-    if (this.hardStop !== undefined) clearTimeout(this.hardStop);
-    this.armedFor = deadline;
-    this.hardStop = setTimeout(() => this.sweep(), Math.max(0, deadline - performance.now()));
-    // Calls in flight do not keep the process alive by themselves (nor did their timers matter
-    // there: the worker and the clients' sockets do).
-    this.hardStop.unref();
-  }
-
   /** The hard-stop timer fired: stop a call past its deadline, else re-arm for the next one. */
   private sweep(): void {
-    this.hardStop = undefined;
-    this.armedFor = Infinity;
     const now = performance.now();
     let next = Infinity;
     for (const [id, c] of this.calls) {
@@ -344,7 +267,7 @@ export class IsolatedPlugin implements DirectPlugin {
       if (c.deadline <= now) return this.overran(id);
       if (c.deadline < next) next = c.deadline;
     }
-    if (next !== Infinity) this.armHardStop(next);
+    if (next !== Infinity) this.hardStop.arm(next);
   }
 
   // ---- direct calls from execute workers (direct-port.ts) ----------------------------------
@@ -428,7 +351,7 @@ export class IsolatedPlugin implements DirectPlugin {
       const scope = new AsyncResource('moonhub.plugin-call');
       const tool = kind === 'tool';
       this.calls.set(id, { resolve, reject, deadline, ctx, what, limitMs: limit, scope, tool });
-      this.armHardStop(deadline);
+      this.hardStop.arm(deadline);
       // Alone, a call goes at once; with others in flight, it shares the turn's postMessage.
       const now = this.calls.size <= 1;
       const msg = callMessage(this.contexts, id, kind, name, input, ctx, complete);
@@ -507,15 +430,8 @@ export class IsolatedPlugin implements DirectPlugin {
       }
       case 'request':
         return void this.answerAsync(msg);
-      case 'callback-done': {
-        const c = this.callbacks.get(msg.id);
-        if (!c) return;
-        this.callbacks.delete(msg.id);
-        clearTimeout(c.timer);
-        if (msg.ok) c.resolve(msg.value);
-        else c.reject(new Error(msg.error));
-        return;
-      }
+      case 'callback-done':
+        return this.callbacks.done(msg);
     }
   }
 
@@ -540,15 +456,7 @@ export class IsolatedPlugin implements DirectPlugin {
       if (c === undefined) return;
       this.calls.delete(msg.id);
       c.reject(new Error(`the call cannot be passed to the plugin: ${err.message}`));
-    } else if (msg.type === 'callback') {
-      const c = this.callbacks.get(msg.id);
-      if (c === undefined) return;
-      clearTimeout(c.timer);
-      this.callbacks.delete(msg.id);
-      c.reject(
-        new Error(`the callback's arguments cannot be passed to the plugin: ${err.message}`),
-      );
-    }
+    } else if (msg.type === 'callback') this.callbacks.uncloneable(msg.id, err);
   }
 
   private async answerAsync(msg: Extract<FromWorker, { type: 'request' }>): Promise<void> {

@@ -60,65 +60,73 @@ function problem(
   send(res, status, { error: message }, headers);
 }
 
+/** True when the request carries an admin token of this hub; otherwise answers 401. */
+function authorized(
+  hubId: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  store: SessionStore | undefined,
+): store is SessionStore {
+  const token = bearerToken(req);
+  const rec = token && store ? store.verify(token, hubId) : undefined;
+  if (rec?.role === 'admin') return true;
+  const params =
+    token === undefined
+      ? { realm: 'moonhub-admin' }
+      : { realm: 'moonhub-admin', error: 'invalid_token' as const };
+  problem(res, 401, token === undefined ? 'an admin token is required' : 'invalid admin token', {
+    'WWW-Authenticate': challenge(params),
+  });
+  return false;
+}
+
+/** POST /sessions: validates the JSON body and issues a session. */
+function create(
+  opts: AdminApiOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  store: SessionStore,
+): void {
+  if (!/^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '')) {
+    problem(res, 415, 'Content-Type must be application/json');
+    req.resume();
+    return;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  req.on('data', (c: Buffer) => {
+    size += c.length;
+    if (size <= MAX_BODY) chunks.push(c);
+  });
+  req.on('end', () => {
+    if (size > MAX_BODY) return problem(res, 413, `the body exceeds ${MAX_BODY} bytes`);
+    let body: unknown;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch {
+      return problem(res, 400, 'the body is not valid JSON');
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      return problem(res, 400, 'the body must be a JSON object {agent, target?, name?}');
+    const unknown = Object.keys(body).filter((k) => !['agent', 'target', 'name'].includes(k));
+    if (unknown.length > 0) return problem(res, 400, `'${unknown[0]}' is not a known field`);
+    const spec = body as SessionRequest;
+    const why = sessionRequestProblem(opts.config(), spec);
+    if (why !== undefined) return problem(res, 400, why);
+    try {
+      send(res, 201, issueSession(store, opts.hubId, spec, opts.url(), opts.launch));
+    } catch (err) {
+      opts.onError?.(err);
+      problem(res, 500, 'internal error');
+    }
+  });
+}
+
 /** Returns a router for the HTTP server's `otherRoutes`: true when the request was the API's. */
 export function adminApi(
   opts: AdminApiOptions,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   const { hubId } = opts;
-
-  function authorized(
-    req: IncomingMessage,
-    res: ServerResponse,
-    store: SessionStore | undefined,
-  ): store is SessionStore {
-    const token = bearerToken(req);
-    const rec = token && store ? store.verify(token, hubId) : undefined;
-    if (rec?.role === 'admin') return true;
-    const params =
-      token === undefined
-        ? { realm: 'moonhub-admin' }
-        : { realm: 'moonhub-admin', error: 'invalid_token' as const };
-    problem(res, 401, token === undefined ? 'an admin token is required' : 'invalid admin token', {
-      'WWW-Authenticate': challenge(params),
-    });
-    return false;
-  }
-
-  function create(req: IncomingMessage, res: ServerResponse, store: SessionStore): void {
-    if (!/^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '')) {
-      problem(res, 415, 'Content-Type must be application/json');
-      req.resume();
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size <= MAX_BODY) chunks.push(c);
-    });
-    req.on('end', () => {
-      if (size > MAX_BODY) return problem(res, 413, `the body exceeds ${MAX_BODY} bytes`);
-      let body: unknown;
-      try {
-        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      } catch {
-        return problem(res, 400, 'the body is not valid JSON');
-      }
-      if (typeof body !== 'object' || body === null || Array.isArray(body))
-        return problem(res, 400, 'the body must be a JSON object {agent, target?, name?}');
-      const unknown = Object.keys(body).filter((k) => !['agent', 'target', 'name'].includes(k));
-      if (unknown.length > 0) return problem(res, 400, `'${unknown[0]}' is not a known field`);
-      const spec = body as SessionRequest;
-      const why = sessionRequestProblem(opts.config(), spec);
-      if (why !== undefined) return problem(res, 400, why);
-      try {
-        send(res, 201, issueSession(store, hubId, spec, opts.url(), opts.launch));
-      } catch (err) {
-        opts.onError?.(err);
-        problem(res, 500, 'internal error');
-      }
-    });
-  }
 
   return (req, res) => {
     // Every MCP request passes here first: decide on the raw URL, split it only for the API's.
@@ -133,7 +141,7 @@ export function adminApi(
         return true;
       }
       const store = opts.store();
-      if (!authorized(req, res, store)) {
+      if (!authorized(hubId, req, res, store)) {
         req.resume();
         return true;
       }
@@ -142,7 +150,7 @@ export function adminApi(
         if (req.method === 'GET') {
           send(res, 200, { sessions: store.list(hubId) });
           req.resume();
-        } else if (req.method === 'POST') create(req, res, store);
+        } else if (req.method === 'POST') create(opts, req, res, store);
         else {
           problem(res, 405, 'use GET or POST', { Allow: 'GET, POST' });
           req.resume();

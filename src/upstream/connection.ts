@@ -10,87 +10,28 @@
 import type { Agent } from 'node:http';
 import {
   Client,
-  SdkHttpError,
   StreamableHTTPClientTransport,
   parseJSONRPCMessage,
 } from '@modelcontextprotocol/client';
-import type { FetchLike, JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
+import type { Transport } from '@modelcontextprotocol/client';
 import {
   DEFAULT_ANSWER_BYTES,
   DirectHttp,
   INPUT_REQUIRED,
   directAgent,
   type DirectMethod,
-  type ProgressSink,
 } from './direct-http.js';
-import { continueAuth, oauthProvider, type OAuthSettings } from './oauth.js';
+import { continueAuth, oauthProvider } from './oauth.js';
 import { createTransport, upstreamKind, type UpstreamKind } from './transports.js';
-import type { UpstreamRelay } from './relay.js';
 import { UpstreamError } from './upstream-error.js';
+import { describe, isConnectionError, statusOf } from './connection-errors.js';
+import type { ConnectionOptions, RequestExtras, UpstreamState } from './connection-options.js';
 import { DEFAULT_PIPELINE_DEPTH, RawHttpPool } from './raw-http.js';
-import type { AbortWatch } from '../registry/types.js';
 
 export { UpstreamError } from './upstream-error.js';
 
-export type UpstreamState = 'connecting' | 'connected' | 'disconnected' | 'closed';
-
-export interface ConnectionOptions {
-  url: string;
-  headers?: Record<string, string>;
-  token?: string;
-  env?: Record<string, string>;
-  cwd?: string;
-  /** Time to establish the connection and finish the handshake (default 10 s). */
-  connectTimeoutMs?: number;
-  /** Longest silence (no answer, no progress) allowed in a request (default 60 s). */
-  idleTimeoutMs?: number;
-  /** Longest total time of one request (default 60 s). */
-  callTimeoutMs?: number;
-  /** `auto` (2026-07-28, else 2025), `legacy` (2025 only) or a pinned revision. */
-  versionMode?: 'auto' | 'legacy' | { pin: string };
-  /** Protocol versions offered in the 2025 handshake, preferred first. */
-  protocolVersions?: string[];
-  fetch?: FetchLike;
-  clientInfo?: { name: string; version: string };
-  /** Capabilities declared to the upstream (what the relay can pass on to agents). */
-  capabilities?: Record<string, unknown>;
-  /** Try the old HTTP+SSE transport when a Streamable HTTP POST gets 404/405 (default true). */
-  legacySseFallback?: boolean;
-  /** Reconnect in the background after a failure or a dropped connection (default true). */
-  autoReconnect?: boolean;
-  /** First reconnect delay; doubles up to `maxBackoffMs` (defaults 250 ms, 30 s). */
-  backoffMs?: number;
-  maxBackoffMs?: number;
-  /** Bytes of one answer on the direct path (JSON body or one event); default 16 MiB. */
-  answerBytes?: number;
-  /**
-   * Plain-http upstreams: most requests of one event-loop turn written together on one socket
-   * (HTTP/1.1 pipelining, raw-http.ts); 1 sends each on its own. Default 8.
-   */
-  pipelineDepth?: number;
-  /** OAuth to the upstream (HTTP): discovery, registration, a headless authorization. */
-  oauth?: OAuthSettings;
-  /** Asked for new credentials on 401/403; returning nothing gives up. */
-  onAuthError?: (status: number) => Promise<{ token?: string; headers?: Record<string, string> }>;
-  onListChanged?: (kind: 'tools' | 'prompts' | 'resources') => void;
-  /** Called after each successful (re)connect. */
-  onConnected?: () => void;
-  /** Called when the connection is lost or a connect attempt fails. */
-  onDisconnected?: (reason: string) => void;
-  onIncoming?: (message: JSONRPCMessage) => void;
-  onSpawn?: (pid: number) => void;
-  relay?: UpstreamRelay;
-}
-
-export interface RequestExtras {
-  signal?: AbortSignal;
-  /** The caller's abort without an AbortSignal (the direct path prefers it; see CallContext). */
-  abortWatch?: AbortWatch;
-  onProgress?: (p: { progress: number; total?: number; message?: string }) => void;
-  /** Hears the upstream's progress when `onProgress` is not given (a CallPeer fits). */
-  peer?: ProgressSink;
-  timeoutMs?: number;
-}
+export type { ConnectionOptions, RequestExtras, UpstreamState } from './connection-options.js';
+export { describe } from './connection-errors.js';
 
 /** How the SDK client makes each call the direct path makes (its fallback). */
 const SDK_CALLS: Record<
@@ -513,58 +454,4 @@ export class UpstreamConnection {
     await transport?.terminateSession?.().catch(() => undefined);
     await client.close().catch(() => undefined);
   }
-}
-
-function statusOf(err: unknown): number | undefined {
-  if (err instanceof SdkHttpError) return err.status;
-  const e = err as { status?: unknown; code?: unknown; data?: { status?: unknown } };
-  if (typeof e?.status === 'number') return e.status;
-  if (typeof e?.data?.status === 'number') return e.data.status;
-  // The SSE transport reports HTTP failures as SseError with the status as its code.
-  if (e && (err as Error).name === 'SseError' && typeof e.code === 'number') return e.code;
-  return undefined;
-}
-
-/** The socket-level error (ECONNREFUSED, ECONNRESET, ...) somewhere in an error's causes. */
-function networkCause(err: unknown): { code: string; message: string } | undefined {
-  let cur: unknown = err;
-  for (let depth = 0; depth < 6 && cur && typeof cur === 'object'; depth++) {
-    const c = cur as {
-      code?: unknown;
-      message?: string;
-      cause?: unknown;
-      data?: { cause?: unknown };
-      errors?: unknown[];
-    };
-    if (typeof c.code === 'string' && /^E[A-Z]{3,}/.test(c.code))
-      return { code: c.code, message: c.message ?? c.code };
-    cur = c.cause ?? c.data?.cause ?? c.errors?.[0];
-  }
-  return undefined;
-}
-
-function isConnectionError(err: unknown): boolean {
-  const text = `${(err as Error)?.message ?? ''} ${(err as { code?: unknown })?.code ?? ''}`;
-  return /closed|ECONNREFUSED|ECONNRESET|EPIPE|socket|fetch failed|NOT_CONNECTED|terminated|SSE stream disconnected/i.test(
-    text,
-  );
-}
-
-/** Says what went wrong in words a Lua programmer can act on. */
-export function describe(err: unknown, url: string): UpstreamError {
-  if (err instanceof UpstreamError) return err;
-  const status = statusOf(err);
-  const e = err as Error & { code?: unknown };
-  const net = networkCause(err);
-  if (net?.code === 'ECONNREFUSED')
-    return new UpstreamError(`connection refused by ${url}`, undefined, 'ECONNREFUSED');
-  if (net) return new UpstreamError(`could not reach ${url}: ${net.message}`, undefined, net.code);
-  if (status !== undefined)
-    return new UpstreamError(`HTTP ${status} from ${url}: ${e.message}`, status, status);
-  const code = typeof e?.code === 'number' ? e.code : undefined;
-  if (code !== undefined && code < 0)
-    return new UpstreamError(`JSON-RPC error ${code}: ${e.message}`, undefined, code);
-  if (typeof e?.code === 'string' && /TIMEOUT/i.test(e.code))
-    return new UpstreamError(`timed out waiting for ${url}: ${e.message}`, undefined, e.code);
-  return new UpstreamError(e instanceof Error ? e.message : String(err), undefined, code);
 }

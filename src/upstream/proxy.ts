@@ -5,7 +5,6 @@
  * a definition that changes after import is reported, and with `pin` refused until re-approved
  * (a new `mcp.proxy(url)` call, which a plugin reload makes, approves what is there now).
  */
-import { createHash } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/client';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
@@ -16,107 +15,30 @@ import type {
   ToolInfo,
   ToolResult,
 } from '../registry/types.js';
-import { compileValidator, type ArgumentValidator } from '../registry/schema.js';
 import { globMatch } from '../registry/glob.js';
-import { UpstreamConnection, type ConnectionOptions, type RequestExtras } from './connection.js';
+import { UpstreamConnection, type RequestExtras } from './connection.js';
+import type { ProxyOptions, ProxyStatus } from './proxy-options.js';
 import { UpstreamRelay } from './relay.js';
 import { botsterMeta } from './botster-meta.js';
 import { failureResult } from '../registry/registry.js';
 import { upstreamCallHookOf } from './call-hook.js';
-import { passThrough } from './raw-result.js';
+import {
+  checkStructured,
+  importedTool,
+  toolResult,
+  type ImportedTool,
+  type UpstreamTool,
+} from './proxy-tools.js';
 
-export interface ProxyOptions {
-  prefix?: string;
-  token?: string;
-  headers?: Record<string, string>;
-  env?: Record<string, string>;
-  cwd?: string;
-  include?: string[];
-  exclude?: string[];
-  timeoutMs?: number;
-  connectTimeoutMs?: number;
-  idleTimeoutMs?: number;
-  pin?: boolean;
-  /** Send the caller's context as `params._meta.botster` (default true, as Botster does). */
-  forwardContext?: boolean;
-  transformArguments?: (
-    name: string,
-    args: Record<string, unknown>,
-    ctx: CallContext,
-  ) => Promise<Record<string, unknown> | undefined>;
-  onAuthError?: ConnectionOptions['onAuthError'];
-  oauth?: ConnectionOptions['oauth'];
-  backoffMs?: number;
-  /** Bytes of one answer (plugin_limits.upstream_answer_bytes; default 16 MiB). */
-  answerBytes?: number;
-  /** Requests written together on one socket (plugin_limits.upstream_pipeline; default 8). */
-  pipelineDepth?: number;
-}
+export { toolHash, type ChangedTool } from './proxy-tools.js';
 
-export interface ChangedTool {
-  name: string;
-  upstreamName: string;
-  approvedHash: string;
-  currentHash: string;
-  detectedAt: string;
-  refused: boolean;
-}
+type UpstreamPrompt = Awaited<ReturnType<Client['listPrompts']>>['prompts'][number];
+type UpstreamResource = Awaited<ReturnType<Client['listResources']>>['resources'][number];
+type UpstreamTemplate = Awaited<
+  ReturnType<Client['listResourceTemplates']>
+>['resourceTemplates'][number];
 
-export interface ProxyStatus {
-  url: string;
-  owner: string;
-  prefix: string;
-  state: string;
-  error?: string;
-  connects: number;
-  /** The stdio child's process id, while one runs. */
-  pid?: number;
-  tools: number;
-  prompts: number;
-  resources: number;
-  changed: ChangedTool[];
-}
-
-/**
- * The upstream's result with only what MCP's tool result holds (no era-specific fields); when
- * the upstream's text holds exactly that, it is passed on as it came (raw-result.ts).
- */
-function toolResult(r: Record<string, unknown>): ToolResult {
-  const out: ToolResult = { content: (r.content ?? []) as ToolResult['content'] };
-  if (r.isError === true) out.isError = true;
-  if (r.structuredContent && typeof r.structuredContent === 'object')
-    out.structuredContent = r.structuredContent as Record<string, unknown>;
-  if (r._meta && typeof r._meta === 'object') out._meta = r._meta as Record<string, unknown>;
-  passThrough(r, out);
-  return out;
-}
-
-/**
- * A tool with an output schema must return structured content that fits it (the check the SDK
- * client made on every result; compiled once per approved definition).
- */
-function checkStructured(
-  tool: ImportedTool,
-  upstreamName: string,
-  r: Record<string, unknown>,
-): void {
-  const schema = tool.approved.outputSchema;
-  if (schema === undefined || r.isError === true) return;
-  if (r.structuredContent === undefined)
-    throw new Error(
-      `Tool ${upstreamName} has an output schema but did not return structured content`,
-    );
-  if (tool.checkOutput === undefined) {
-    try {
-      tool.checkOutput = compileValidator(schema, `tool '${upstreamName}' output`);
-    } catch {
-      tool.checkOutput = null; // The SDK skips a schema it cannot compile; so does this.
-    }
-  }
-  const problem = tool.checkOutput?.(r.structuredContent);
-  if (problem !== undefined)
-    throw new Error(`Structured content does not match the tool's output schema: ${problem}`);
-}
+export type { ProxyOptions, ProxyStatus } from './proxy-options.js';
 
 /** A call's cancellation without its peer (prompts and resources relay no progress), read lazily. */
 function cancelOnly(ctx: CallContext): RequestExtras {
@@ -130,51 +52,6 @@ function cancelOnly(ctx: CallContext): RequestExtras {
 
 /** Glob over upstream names: `*` any run, `?` one character (linear, no regex). */
 export { globMatch };
-
-/** A tool definition's fingerprint: what a model reads and what it must send. */
-export function toolHash(t: {
-  description?: string;
-  inputSchema?: unknown;
-  outputSchema?: unknown;
-  title?: string;
-}): string {
-  return createHash('sha256')
-    .update(
-      canonical({
-        title: t.title ?? null,
-        description: t.description ?? '',
-        inputSchema: t.inputSchema ?? null,
-        outputSchema: t.outputSchema ?? null,
-      }),
-    )
-    .digest('hex');
-}
-
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v && typeof v === 'object')
-    return `{${Object.keys(v)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  return JSON.stringify(v) ?? 'null';
-}
-
-interface ImportedTool {
-  upstream: string;
-  /**
-   * False for a tool with `x-mcp-header` parameters (SEP-2243): the SDK client mirrors those
-   * into headers, so its calls go through the SDK.
-   */
-  direct: boolean;
-  /** The approved output schema's validator, compiled at the first call that needs it. */
-  checkOutput?: ArgumentValidator | null;
-  /** Set by a refresh: accept whatever definition the next import finds. */
-  reapprove?: boolean;
-  approvedHash: string;
-  approved: ToolInfo;
-  changed?: ChangedTool;
-}
 
 export class UpstreamProxy {
   readonly url: string;
@@ -304,120 +181,13 @@ export class UpstreamProxy {
       : [];
     if (this.closed) return;
     const prefix = this.opts.prefix ?? '';
-    const { registry, owner } = this;
+    const registry = this.registry;
+    // One batch: clients see one list change for the whole import.
     registry.beginBatch();
     try {
-      const seenTools = new Set<string>();
-      for (const t of tools) {
-        if (!this.wanted(t.name)) continue;
-        const name = prefix + t.name;
-        seenTools.add(name);
-        const info: ToolInfo = {
-          name,
-          description: t.description ?? '',
-          inputSchema: t.inputSchema as Record<string, unknown>,
-        };
-        if (t.title !== undefined) info.title = t.title;
-        if (t.outputSchema !== undefined)
-          info.outputSchema = t.outputSchema as Record<string, unknown>;
-        if (t.annotations !== undefined)
-          info.annotations = t.annotations as Record<string, unknown>;
-        const hash = toolHash(t);
-        const known = this.tools.get(name);
-        let shown = info;
-        if (!known || known.reapprove) {
-          this.tools.set(name, {
-            upstream: t.name,
-            direct: !JSON.stringify(t.inputSchema ?? {}).includes('"x-mcp-header"'),
-            approvedHash: hash,
-            approved: info,
-          });
-        } else if (known.approvedHash !== hash) {
-          if (!known.changed || known.changed.currentHash !== hash) {
-            known.changed = {
-              name,
-              upstreamName: t.name,
-              approvedHash: known.approvedHash,
-              currentHash: hash,
-              detectedAt: new Date().toISOString(),
-              refused: this.opts.pin === true,
-            };
-            this.logger.warn(
-              { tool: name, pinned: this.opts.pin === true },
-              this.opts.pin
-                ? 'upstream changed a pinned tool definition; calls are refused until it is re-approved'
-                : 'upstream changed a tool definition after import',
-            );
-          }
-          // A pinned tool keeps showing what was approved, never the changed text.
-          if (this.opts.pin) shown = known.approved;
-          else {
-            known.approved = info;
-            known.checkOutput = undefined;
-            known.direct = !JSON.stringify(t.inputSchema ?? {}).includes('"x-mcp-header"');
-          }
-        } else {
-          known.changed = undefined;
-        }
-        this.registerTool(shown, t.name);
-      }
-      for (const name of [...this.tools.keys()]) {
-        if (!seenTools.has(name)) {
-          this.tools.delete(name);
-          registry.removeTool(name, owner);
-        }
-      }
-
-      const seenPrompts = new Set<string>();
-      for (const p of prompts) {
-        if (!this.wanted(p.name)) continue;
-        const name = prefix + p.name;
-        seenPrompts.add(name);
-        const upstreamName = p.name;
-        registry.addPrompt(owner, {
-          name,
-          title: p.title,
-          description: p.description ?? '',
-          arguments: (p.arguments ?? []).map((a) => ({
-            name: a.name,
-            description: a.description,
-            required: a.required,
-          })),
-          handler: (args, ctx) => this.getPrompt(upstreamName, args, ctx),
-        });
-      }
-      for (const name of this.prompts)
-        if (!seenPrompts.has(name)) registry.removePrompt(name, owner);
-      this.prompts = seenPrompts;
-
-      const seenResources = new Set<string>();
-      for (const r of resources) {
-        if (!this.wanted(r.uri) && !this.wanted(r.name)) continue;
-        seenResources.add(r.uri);
-        registry.addResource(owner, {
-          uriTemplate: r.uri,
-          name: r.name,
-          title: r.title,
-          description: r.description,
-          mimeType: r.mimeType,
-          handler: (uri, _params, ctx) => this.readResource(uri, ctx),
-        });
-      }
-      for (const t of templates) {
-        if (!this.wanted(t.uriTemplate) && !this.wanted(t.name)) continue;
-        seenResources.add(t.uriTemplate);
-        registry.addResource(owner, {
-          uriTemplate: t.uriTemplate,
-          name: t.name,
-          title: t.title,
-          description: t.description,
-          mimeType: t.mimeType,
-          handler: (uri, _params, ctx) => this.readResource(uri, ctx),
-        });
-      }
-      for (const uri of this.resources)
-        if (!seenResources.has(uri)) registry.removeResource(uri, owner);
-      this.resources = seenResources;
+      this.importTools(tools, prefix);
+      this.importPrompts(prompts, prefix);
+      this.importResources(resources, templates);
     } finally {
       registry.endBatch();
     }
@@ -425,6 +195,80 @@ export class UpstreamProxy {
       { tools: this.tools.size, prompts: this.prompts.size, resources: this.resources.size },
       'upstream imported',
     );
+  }
+
+  /** Registers the wanted tools, approved or drifted (importedTool), and drops the gone ones. */
+  private importTools(tools: UpstreamTool[], prefix: string): void {
+    const seenTools = new Set<string>();
+    for (const t of tools) {
+      if (!this.wanted(t.name)) continue;
+      const name = prefix + t.name;
+      seenTools.add(name);
+      const shown = importedTool(this.tools, name, t, this.opts.pin === true, this.logger);
+      this.registerTool(shown, t.name);
+    }
+    for (const name of [...this.tools.keys()]) {
+      if (!seenTools.has(name)) {
+        this.tools.delete(name);
+        this.registry.removeTool(name, this.owner);
+      }
+    }
+  }
+
+  private importPrompts(prompts: UpstreamPrompt[], prefix: string): void {
+    const { registry, owner } = this;
+    const seenPrompts = new Set<string>();
+    for (const p of prompts) {
+      if (!this.wanted(p.name)) continue;
+      const name = prefix + p.name;
+      seenPrompts.add(name);
+      const upstreamName = p.name;
+      registry.addPrompt(owner, {
+        name,
+        title: p.title,
+        description: p.description ?? '',
+        arguments: (p.arguments ?? []).map((a) => ({
+          name: a.name,
+          description: a.description,
+          required: a.required,
+        })),
+        handler: (args, ctx) => this.getPrompt(upstreamName, args, ctx),
+      });
+    }
+    for (const name of this.prompts) if (!seenPrompts.has(name)) registry.removePrompt(name, owner);
+    this.prompts = seenPrompts;
+  }
+
+  private importResources(resources: UpstreamResource[], templates: UpstreamTemplate[]): void {
+    const { registry, owner } = this;
+    const seenResources = new Set<string>();
+    for (const r of resources) {
+      if (!this.wanted(r.uri) && !this.wanted(r.name)) continue;
+      seenResources.add(r.uri);
+      registry.addResource(owner, {
+        uriTemplate: r.uri,
+        name: r.name,
+        title: r.title,
+        description: r.description,
+        mimeType: r.mimeType,
+        handler: (uri, _params, ctx) => this.readResource(uri, ctx),
+      });
+    }
+    for (const t of templates) {
+      if (!this.wanted(t.uriTemplate) && !this.wanted(t.name)) continue;
+      seenResources.add(t.uriTemplate);
+      registry.addResource(owner, {
+        uriTemplate: t.uriTemplate,
+        name: t.name,
+        title: t.title,
+        description: t.description,
+        mimeType: t.mimeType,
+        handler: (uri, _params, ctx) => this.readResource(uri, ctx),
+      });
+    }
+    for (const uri of this.resources)
+      if (!seenResources.has(uri)) registry.removeResource(uri, owner);
+    this.resources = seenResources;
   }
 
   private registerTool(info: ToolInfo, upstreamName: string): void {

@@ -1,0 +1,49 @@
+/**
+ * What `mcp.proxy(url, opts)` asks of an upstream proxy (proxy.ts) and what its status reports.
+ */
+import type { CallContext } from '../registry/types.js';
+import type { ConnectionOptions } from './connection.js';
+import type { ChangedTool } from './proxy-tools.js';
+
+export interface ProxyOptions {
+  prefix?: string;
+  token?: string;
+  headers?: Record<string, string>;
+  env?: Record<string, string>;
+  cwd?: string;
+  include?: string[];
+  exclude?: string[];
+  timeoutMs?: number;
+  connectTimeoutMs?: number;
+  idleTimeoutMs?: number;
+  pin?: boolean;
+  /** Send the caller's context as `params._meta.botster` (default true, as Botster does). */
+  forwardContext?: boolean;
+  transformArguments?: (
+    name: string,
+    args: Record<string, unknown>,
+    ctx: CallContext,
+  ) => Promise<Record<string, unknown> | undefined>;
+  onAuthError?: ConnectionOptions['onAuthError'];
+  oauth?: ConnectionOptions['oauth'];
+  backoffMs?: number;
+  /** Bytes of one answer (plugin_limits.upstream_answer_bytes; default 16 MiB). */
+  answerBytes?: number;
+  /** Requests written together on one socket (plugin_limits.upstream_pipeline; default 8). */
+  pipelineDepth?: number;
+}
+
+export interface ProxyStatus {
+  url: string;
+  owner: string;
+  prefix: string;
+  state: string;
+  error?: string;
+  connects: number;
+  /** The stdio child's process id, while one runs. */
+  pid?: number;
+  tools: number;
+  prompts: number;
+  resources: number;
+  changed: ChangedTool[];
+}
