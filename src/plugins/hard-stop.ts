@@ -28,7 +28,10 @@ export class HardStop {
     this.timer.unref();
   }
 
+  /** Disarms the timer; the next `arm` arms it afresh. */
   clear(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.armedFor = Infinity;
   }
 }
