@@ -16,11 +16,27 @@ import { call, scratch, type Scratch } from '../reliability/helpers.js';
 /** Every path under `dir`, relative, sorted. */
 function tree(dir: string): string[] {
   const out: string[] = [];
+  // The hub removes run folders while this walks them: what vanished meanwhile is not listed.
+  const gone = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT';
   const walk = (rel: string) => {
-    for (const name of readdirSync(join(dir, rel))) {
+    let names: string[];
+    try {
+      names = readdirSync(join(dir, rel));
+    } catch (err) {
+      if (gone(err)) return;
+      throw err;
+    }
+    for (const name of names) {
       const sub = rel === '' ? name : `${rel}/${name}`;
+      let isDir: boolean;
+      try {
+        isDir = statSync(join(dir, sub)).isDirectory();
+      } catch (err) {
+        if (gone(err)) continue;
+        throw err;
+      }
       out.push(sub);
-      if (statSync(join(dir, sub)).isDirectory()) walk(sub);
+      if (isDir) walk(sub);
     }
   };
   walk('');
