@@ -8,7 +8,7 @@
  * it too); ids are never reused, so a late message can never name another caller's entry.
  */
 import type { CallContext } from '../registry/types.js';
-import { plainContext } from './remote-registry.js';
+import { callerPart, plainContext } from './remote-registry.js';
 import type { PeerWire, PlainContext, ToWorker } from './worker-protocol.js';
 
 type Invoke = Extract<ToWorker, { type: 'invoke' }>;
@@ -95,7 +95,7 @@ export class ContextTable {
       return known;
     }
     const id = this.next++;
-    const entry: ContextEntry = { ctx: sharedPart(ctx) };
+    const entry: ContextEntry = { ctx: callerPart(ctx) };
     if (peer !== undefined) entry.peer = peer;
     this.send({ type: 'context', cx: id, entry });
     this.ids.set(key, id);
@@ -124,17 +124,6 @@ export class ContextTable {
   get entries(): number {
     return this.ids.size;
   }
-}
-
-/** The fields of `ctx` that are the same for all of one caller's calls. */
-function sharedPart(ctx: CallContext): PlainContext {
-  const out: PlainContext = { hub_id: ctx.hub_id };
-  if (ctx.session_uuid !== undefined) out.session_uuid = ctx.session_uuid;
-  if (ctx.agent_name !== undefined) out.agent_name = ctx.agent_name;
-  if (ctx.target !== undefined) out.target = ctx.target;
-  if (ctx.principal !== undefined) out.principal = ctx.principal;
-  if (ctx.plugin !== undefined) out.plugin = ctx.plugin;
-  return out;
 }
 
 /** A call's message: its caller named by an entry of `table`, or carried whole. */

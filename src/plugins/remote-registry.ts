@@ -48,13 +48,19 @@ export function originOf(filter: OwnerFilter | undefined, ctx?: CallContext): Or
   return f?.origin ?? {};
 }
 
-export function plainContext(ctx: CallContext): PlainContext {
+/** The fields of `ctx` that are the same for all of one caller's calls (who is calling). */
+export function callerPart(ctx: CallContext): PlainContext {
   const out: PlainContext = { hub_id: ctx.hub_id };
   if (ctx.session_uuid !== undefined) out.session_uuid = ctx.session_uuid;
   if (ctx.agent_name !== undefined) out.agent_name = ctx.agent_name;
   if (ctx.target !== undefined) out.target = ctx.target;
   if (ctx.principal !== undefined) out.principal = ctx.principal;
   if (ctx.plugin !== undefined) out.plugin = ctx.plugin;
+  return out;
+}
+
+export function plainContext(ctx: CallContext): PlainContext {
+  const out = callerPart(ctx);
   if (ctx.request_id !== undefined) out.request_id = ctx.request_id;
   if (ctx.uri !== undefined) out.uri = ctx.uri;
   if (ctx.fields !== undefined) out.fields = { ...ctx.fields };
