@@ -16,6 +16,7 @@ import { redactUrl, StatusRedactor } from '../upstream/status-redact.js';
 import type { LiveCalls } from '../observe/live-calls.js';
 import { requireAdmin, sendJson, type Route } from '../observe/operator-routes.js';
 import { packageVersion } from '../server/protocol.js';
+import { readJsonBody } from '../json-body.js';
 
 export const DASHBOARD_API = '/admin/dashboard/';
 const MAX_BODY = 4096;
@@ -114,30 +115,10 @@ function state(src: DashboardSources) {
   };
 }
 
-function readJson(
-  req: IncomingMessage,
-  done: (body: unknown) => void,
-  fail: (why: string) => void,
-): void {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  req.on('data', (c: Buffer) => {
-    size += c.length;
-    if (size <= MAX_BODY) chunks.push(c);
-  });
-  req.on('end', () => {
-    if (size > MAX_BODY) return fail(`the body exceeds ${MAX_BODY} bytes`);
-    try {
-      done(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-    } catch {
-      fail('the body is not valid JSON');
-    }
-  });
-}
-
 function reload(src: DashboardSources, req: IncomingMessage, res: ServerResponse): void {
-  readJson(
+  readJsonBody(
     req,
+    MAX_BODY,
     (body) => {
       const plugin = (body as { plugin?: unknown } | null)?.plugin;
       if (typeof plugin !== 'string') return sendJson(res, 400, { error: 'give {"plugin": NAME}' });
@@ -150,7 +131,7 @@ function reload(src: DashboardSources, req: IncomingMessage, res: ServerResponse
         () => sendJson(res, 500, { error: 'the reload failed' }),
       );
     },
-    (why) => sendJson(res, 400, { error: why }),
+    (_status, why) => sendJson(res, 400, { error: why }),
   );
 }
 

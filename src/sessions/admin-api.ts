@@ -16,6 +16,7 @@ import {
   type StdioLaunch,
 } from './issue.js';
 import type { SessionStore } from './store.js';
+import { readJsonBody } from '../json-body.js';
 
 export const ADMIN_PREFIX = '/admin/';
 const MAX_BODY = 64 * 1024;
@@ -92,34 +93,34 @@ function create(
     req.resume();
     return;
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  req.on('data', (c: Buffer) => {
-    size += c.length;
-    if (size <= MAX_BODY) chunks.push(c);
-  });
-  req.on('end', () => {
-    if (size > MAX_BODY) return problem(res, 413, `the body exceeds ${MAX_BODY} bytes`);
-    let body: unknown;
-    try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    } catch {
-      return problem(res, 400, 'the body is not valid JSON');
-    }
-    if (typeof body !== 'object' || body === null || Array.isArray(body))
-      return problem(res, 400, 'the body must be a JSON object {agent, target?, name?}');
-    const unknown = Object.keys(body).filter((k) => !['agent', 'target', 'name'].includes(k));
-    if (unknown.length > 0) return problem(res, 400, `'${unknown[0]}' is not a known field`);
-    const spec = body as SessionRequest;
-    const why = sessionRequestProblem(opts.config(), spec);
-    if (why !== undefined) return problem(res, 400, why);
-    try {
-      send(res, 201, issueSession(store, opts.hubId, spec, opts.url(), opts.launch));
-    } catch (err) {
-      opts.onError?.(err);
-      problem(res, 500, 'internal error');
-    }
-  });
+  readJsonBody(
+    req,
+    MAX_BODY,
+    (body) => createFrom(opts, res, store, body),
+    (status, why) => problem(res, status, why),
+  );
+}
+
+/** The parsed body of POST /sessions: checked, then the session issued. */
+function createFrom(
+  opts: AdminApiOptions,
+  res: ServerResponse,
+  store: SessionStore,
+  body: unknown,
+): void {
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    return problem(res, 400, 'the body must be a JSON object {agent, target?, name?}');
+  const unknown = Object.keys(body).filter((k) => !['agent', 'target', 'name'].includes(k));
+  if (unknown.length > 0) return problem(res, 400, `'${unknown[0]}' is not a known field`);
+  const spec = body as SessionRequest;
+  const why = sessionRequestProblem(opts.config(), spec);
+  if (why !== undefined) return problem(res, 400, why);
+  try {
+    send(res, 201, issueSession(store, opts.hubId, spec, opts.url(), opts.launch));
+  } catch (err) {
+    opts.onError?.(err);
+    problem(res, 500, 'internal error');
+  }
 }
 
 /** Returns a router for the HTTP server's `otherRoutes`: true when the request was the API's. */
