@@ -31,14 +31,7 @@ import {
 
 // Why re-exported: the state's options, limits and LuaMulti moved to state-options.ts, but every
 // importer still takes them from here.
-export {
-  DEFAULT_INSTRUCTIONS,
-  DEFAULT_MEMORY_LIMIT,
-  DEFAULT_TIMEOUT_MS,
-  LuaMulti,
-  type CallLimits,
-  type LuaStateOptions,
-};
+export * from './state-options.js';
 
 /** What a host function sees of its call. */
 export interface HostCall {

@@ -242,27 +242,17 @@ export class UpstreamProxy {
   private importResources(resources: UpstreamResource[], templates: UpstreamTemplate[]): void {
     const { registry, owner } = this;
     const seenResources = new Set<string>();
-    for (const r of resources) {
-      if (!this.wanted(r.uri) && !this.wanted(r.name)) continue;
-      seenResources.add(r.uri);
+    // A fixed resource is registered as a template without variables.
+    const entries = [...resources.map((r) => ({ ...r, uriTemplate: r.uri })), ...templates];
+    for (const e of entries) {
+      if (!this.wanted(e.uriTemplate) && !this.wanted(e.name)) continue;
+      seenResources.add(e.uriTemplate);
       registry.addResource(owner, {
-        uriTemplate: r.uri,
-        name: r.name,
-        title: r.title,
-        description: r.description,
-        mimeType: r.mimeType,
-        handler: (uri, _params, ctx) => this.readResource(uri, ctx),
-      });
-    }
-    for (const t of templates) {
-      if (!this.wanted(t.uriTemplate) && !this.wanted(t.name)) continue;
-      seenResources.add(t.uriTemplate);
-      registry.addResource(owner, {
-        uriTemplate: t.uriTemplate,
-        name: t.name,
-        title: t.title,
-        description: t.description,
-        mimeType: t.mimeType,
+        uriTemplate: e.uriTemplate,
+        name: e.name,
+        title: e.title,
+        description: e.description,
+        mimeType: e.mimeType,
         handler: (uri, _params, ctx) => this.readResource(uri, ctx),
       });
     }
