@@ -1,0 +1,95 @@
+/**
+ * `node dist/bench/wake-cost.js`: what one thread crossing costs on this machine, the unit of
+ * every hop moonhub makes (hub ↔ plugin worker, hub ↔ execute worker, script ↔ plugin worker).
+ * Prints, at p50 and p90 over a bounded number of samples:
+ * - the round trip main → worker → main of a small message, the worker idle in between;
+ * - what `postMessage` itself costs its sender when the receiver sleeps (the wake-up), and for a
+ *   second message right after (the receiver already woken);
+ * - the same `postMessage` on a channel within one thread (copy only, no wake-up).
+ * Used in docs/performance.md ("Thread wake-ups") to bound what a design with N crossings per
+ * call can reach; absolute figures depend on the machine (a VM's idle vCPU is slow to wake).
+ */
+import { MessageChannel, Worker } from 'node:worker_threads';
+
+const SAMPLES = 2000;
+const ECHO = `
+const { parentPort } = require('node:worker_threads');
+let n = 0;
+parentPort.on('message', (m) => { if (m.answer !== false || ++n % 2 === 0) parentPort.postMessage(1); });
+`;
+
+interface Quantiles {
+  p50: number;
+  p90: number;
+}
+
+function quantiles(ms: number[]): Quantiles {
+  const s = [...ms].sort((a, b) => a - b);
+  return { p50: s[Math.floor(s.length / 2)]! * 1000, p90: s[Math.floor(s.length * 0.9)]! * 1000 };
+}
+
+const show = (label: string, q: Quantiles) =>
+  console.log(`${label.padEnd(56)} p50 ${q.p50.toFixed(1)} µs, p90 ${q.p90.toFixed(1)} µs`);
+
+/** Sends one message (or two), waits for the answer, sleeps ~1 ms so the worker idles, repeats. */
+function measure(
+  worker: Worker,
+  pair: boolean,
+): Promise<{ rt: number[]; first: number[]; second: number[] }> {
+  const rt: number[] = [];
+  const first: number[] = [];
+  const second: number[] = [];
+  let sentAt = 0;
+  return new Promise((resolve) => {
+    const send = () => {
+      sentAt = performance.now();
+      worker.postMessage({ type: 'run', run: rt.length, answer: !pair });
+      first.push(performance.now() - sentAt);
+      if (pair) {
+        const t = performance.now();
+        worker.postMessage({ type: 'run', run: rt.length, answer: false });
+        second.push(performance.now() - t);
+      }
+    };
+    const onAnswer = () => {
+      rt.push(performance.now() - sentAt);
+      if (rt.length < SAMPLES) setTimeout(send, 1);
+      else {
+        worker.off('message', onAnswer);
+        resolve({ rt, first, second });
+      }
+    };
+    worker.on('message', onAnswer);
+    send();
+  });
+}
+
+function sameThread(): number[] {
+  const { port1, port2 } = new MessageChannel();
+  port2.on('message', () => {});
+  const out: number[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const t = performance.now();
+    port1.postMessage({ type: 'run', run: i });
+    out.push(performance.now() - t);
+  }
+  port1.close();
+  return out;
+}
+
+async function main(): Promise<void> {
+  const single = new Worker(ECHO, { eval: true });
+  await new Promise((r) => setTimeout(r, 300));
+  const a = await measure(single, false);
+  await single.terminate();
+  const double = new Worker(ECHO, { eval: true });
+  await new Promise((r) => setTimeout(r, 300));
+  const b = await measure(double, true);
+  await double.terminate();
+  show('round trip main → idle worker → main', quantiles(a.rt));
+  show('postMessage to a sleeping worker (sender side)', quantiles(b.first));
+  show('postMessage right after, worker awake (sender side)', quantiles(b.second));
+  show('postMessage on a channel within one thread', quantiles(sameThread()));
+}
+
+await main();
