@@ -4,9 +4,12 @@
  * install into a temporary prefix. Then a real MCP client talks to the `moonhub dev` the block
  * ends with, and an example script runs from the installed package against a real server.
  *
- * Bounded: the install is offline (npm's cache, filled by `npm ci`, holds every dependency) and
- * skips install scripts; the SQLite driver's native build, which its install script would make,
- * is taken from this checkout (same Node.js), so nothing is fetched or compiled.
+ * Bounded: the install prefers npm's cache (`npm ci` filled it with every dependency's tarball)
+ * and skips install scripts. It is not `--offline`: a global install resolves each dependency's
+ * version range again, which needs the registry's metadata, and `npm ci` (lockfile only) never
+ * caches that, so on a fresh machine an offline install fails. The registry is reachable wherever
+ * `npm ci` just ran. The SQLite driver's native build, which its install script would make, is
+ * taken from this checkout (same Node.js), so nothing is compiled.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -71,7 +74,7 @@ describe("the README's commands on the installed package", () => {
         '--prefix',
         prefix,
         tarball,
-        '--offline',
+        '--prefer-offline',
         '--ignore-scripts',
         '--no-audit',
         '--no-fund',
@@ -81,7 +84,7 @@ describe("the README's commands on the installed package", () => {
     assert.equal(
       install.status,
       0,
-      `npm install -g (offline) failed; is npm's cache filled (npm ci)?\n${install.stderr}`,
+      `npm install -g of the packed tarball failed (is the npm registry reachable?)\n${install.stderr}`,
     );
     const driver = join(
       'node_modules',
