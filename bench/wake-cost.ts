@@ -6,10 +6,11 @@
  * - what `postMessage` itself costs its sender when the receiver sleeps (the wake-up), and for a
  *   second message right after (the receiver already woken);
  * - the same `postMessage` on a channel within one thread (copy only, no wake-up).
- * Used in docs/performance.md ("Thread wake-ups") to bound what a design with N crossings per
+ * Used in docs/performance.md ("Session 7 ... what one thread crossing costs") to bound what a design with N crossings per
  * call can reach; absolute figures depend on the machine (a VM's idle vCPU is slow to wake).
  */
 import { MessageChannel, Worker } from 'node:worker_threads';
+import { percentile } from './lib/stats.js';
 
 const SAMPLES = 2000;
 const ECHO = `
@@ -24,8 +25,7 @@ interface Quantiles {
 }
 
 function quantiles(ms: number[]): Quantiles {
-  const s = [...ms].sort((a, b) => a - b);
-  return { p50: s[Math.floor(s.length / 2)]! * 1000, p90: s[Math.floor(s.length * 0.9)]! * 1000 };
+  return { p50: percentile(ms, 50) * 1000, p90: percentile(ms, 90) * 1000 };
 }
 
 const show = (label: string, q: Quantiles) =>
