@@ -23,6 +23,7 @@ import {
   ListChangedFanout,
   type FanoutOptions,
 } from './list-changed.js';
+import { LineOutput } from './line-output.js';
 import { Listens, type ListenWriter } from './listen.js';
 import { DEFAULT_MAX_BODY_BYTES } from './protocol.js';
 import { newSessionState, type RequestScope, type SessionState } from './session.js';
@@ -35,7 +36,7 @@ import { newSessionState, type RequestScope, type SessionState } from './session
 class StdioChannel extends RequestChannel {
   constructor(
     private readonly write: (line: string) => void,
-    private readonly output: Writable,
+    private readonly output: LineOutput,
     private readonly flow: FlowLimits,
   ) {
     super();
@@ -43,7 +44,7 @@ class StdioChannel extends RequestChannel {
 
   override send(json: string): boolean {
     if (this.aborted) return false;
-    if (this.output.writableLength > this.flow.streamBufferBytes) {
+    if (this.output.waiting > this.flow.streamBufferBytes) {
       this.flow.refused?.('stream_buffer');
       this.cutOff = wireError('stream_overflow', { max: this.flow.streamBufferBytes });
       this.abort(this.cutOff);
@@ -130,14 +131,14 @@ class StdioTransport implements StdioServer, InboundFacts {
   private readonly lines: LineReader;
   private readonly removers: (() => void)[] = [];
   private readonly modernInflight = new Map<JsonRpcId, RequestChannel>();
+  private readonly output: LineOutput;
   private open = true;
   private resolveClosed!: () => void;
   private readonly onData = (chunk: Buffer | string): void => this.lines.push(chunk);
   private readonly write = (line: string): void => {
     if (!this.open) return;
-    const output = this.opts.output;
-    output.write(line + '\n');
-    if (output.writableLength > this.dispatcher.flow.stdioBufferBytes) this.stalled();
+    this.output.line(line);
+    if (this.output.waiting > this.dispatcher.flow.stdioBufferBytes) this.stalled();
   };
   /** Stdio's listen streams share the output and end with nothing to close. */
   private readonly listenWriter: ListenWriter = { send: this.write, end: () => {} };
@@ -147,6 +148,7 @@ class StdioTransport implements StdioServer, InboundFacts {
     private readonly opts: StdioOptions,
   ) {
     this.dispatcher = opts.dispatcher ?? createMcpDispatcher(registry, opts);
+    this.output = new LineOutput(opts.output);
     this.inbound = new Inbound(this.dispatcher, opts.limits, opts.refused);
     this.principal = opts.principal;
     this.session = newSessionState(undefined);
@@ -269,6 +271,7 @@ class StdioTransport implements StdioServer, InboundFacts {
     const message = `moonhub: the stdio client stopped reading: more than ${flow.stdioBufferBytes} bytes waited on stdout (limits.streams.stdio_buffer_bytes); closing the connection`;
     const say = this.opts.onStalled ?? ((m: string) => process.stderr.write(m + '\n'));
     say(message);
+    this.output.drop();
     this.close();
     // Both directions: the peer is gone, and its input must not keep the process alive.
     this.opts.output.destroy();
@@ -276,12 +279,14 @@ class StdioTransport implements StdioServer, InboundFacts {
   }
 
   private channel(): StdioChannel {
-    return new StdioChannel(this.write, this.opts.output, this.dispatcher.flow);
+    return new StdioChannel(this.write, this.output, this.dispatcher.flow);
   }
 
   close(): void {
     if (!this.open) return;
     this.listens.closeAll();
+    // Answers already written this turn still go (a drained shutdown's last answers).
+    this.output.flush();
     this.open = false;
     for (const remove of this.removers) remove();
     this.fanout.close();
