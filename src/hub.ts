@@ -5,7 +5,7 @@
 import type { Logger } from './log.js';
 import { Registry } from './registry/registry.js';
 import { PluginHost, type PluginIsolation } from './plugins/plugin-host.js';
-import { registerCodeMode, type ExecuteOptions } from './execute/index.js';
+import { registerCodeMode, type ExecuteOptions, type InnerCallSink } from './execute/index.js';
 import type { ExecuteStats } from './execute/worker-pool.js';
 import type { PluginLimits, SessionViews } from './lua-api/index.js';
 import { registerHubStatus } from './hub-status.js';
@@ -45,6 +45,8 @@ export interface Hub {
   upstreamsReady: Promise<void>;
   /** The `execute` scripts running and queued now (metrics); undefined without execute. */
   executeStats(): ExecuteStats | undefined;
+  /** `execute`'s inner calls, each announced here from now on (operations.ts: the observers). */
+  observeInnerCalls(sink: InnerCallSink): void;
   stop(): Promise<void>;
 }
 
@@ -85,5 +87,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     await upstreamsOf(registry).stop();
     await codeMode?.close();
   };
-  return { registry, plugins, upstreamsReady, stop, executeStats: () => codeMode?.stats() };
+  return {
+    registry,
+    plugins,
+    upstreamsReady,
+    stop,
+    executeStats: () => codeMode?.stats(),
+    observeInnerCalls: (sink) => codeMode?.observeInnerCalls(sink),
+  };
 }

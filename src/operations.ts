@@ -24,6 +24,7 @@ import { redactUrl } from './upstream/status-redact.js';
 import { setUpstreamCallHook, type UpstreamCallHook } from './upstream/call-hook.js';
 import {
   observeDispatcher,
+  observeInnerCalls,
   type CallObserver,
   type RequestTracer,
   type Transport,
@@ -96,6 +97,9 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
   });
   if (w.cfg.dashboard) w.observers.push(live.observer);
   w.closers.push(() => live.close());
+  // A script's inner calls are seen like requests (metrics via="execute", audit, dashboard).
+  if (w.observers.length > 0)
+    hub.observeInnerCalls(observeInnerCalls(w.observers, w.cfg.auditTo !== undefined));
 
   const { routes, metricsUrl } = await operatorRouteList(w, metrics, live);
   return transportsOf(w, metrics, tracer, routes, metricsUrl);

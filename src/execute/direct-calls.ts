@@ -12,6 +12,7 @@ import { MessageBatch, isBundle, type MessageBundle } from '../plugins/message-b
 import { decode, encode, jsonExact } from '../plugins/wire.js';
 import type { PlainContext } from '../plugins/worker-protocol.js';
 import type { ToolResult } from '../registry/types.js';
+import { outcomeOfResult, type DirectCallRecord } from './inner-observe.js';
 import type { DirectTable, FromWorker, RunDirect } from './protocol.js';
 
 interface Pending {
@@ -21,6 +22,8 @@ interface Pending {
   deadline: number;
   resolve: (r: ToolResult) => void;
   reject: (e: Error) => void;
+  /** Observed runs: records the call as cut short by the run's end. */
+  cut?: () => void;
 }
 
 interface Link {
@@ -39,6 +42,8 @@ interface RunGrant {
   grants: ([number, number] | null)[];
   ctx: PlainContext;
   peer: PeerWire | undefined;
+  /** Record each call for the hub's observers: 1 without the arguments, 2 with them. */
+  observe: 0 | 1 | 2;
 }
 
 /** A tool error the script sees as the hub's path would give it (an `isError` result). */
@@ -53,6 +58,8 @@ export class DirectCalls {
   private nextId = 1;
   /** Direct calls of the current run (its answer says how many, for the metrics). */
   made = 0;
+  /** The current run's calls as the hub's observers see them (inner-observe.ts), when asked. */
+  records: DirectCallRecord[] = [];
   private watchdog: NodeJS.Timeout | undefined;
   private armedFor = Infinity;
 
@@ -61,10 +68,17 @@ export class DirectCalls {
   /** A run starts with what the hub granted it (nothing: every call the slow way). */
   begin(run: number, direct: RunDirect | undefined): void {
     this.made = 0;
+    this.records = [];
     if (direct === undefined) return void (this.run = undefined);
     if (direct.table !== undefined) this.table = direct.table;
     for (const { key, port, counts } of direct.ports ?? []) this.open(key, port, counts);
-    this.run = { id: run, grants: direct.grants, ctx: direct.ctx, peer: direct.peer };
+    this.run = {
+      id: run,
+      grants: direct.grants,
+      ctx: direct.ctx,
+      peer: direct.peer,
+      observe: direct.observe ?? 0,
+    };
   }
 
   /** The hub revoked the run's grant: the run's next calls go through the hub. */
@@ -84,7 +98,9 @@ export class DirectCalls {
       const id = this.nextId++;
       const limitMs = t[1];
       const deadline = performance.now() + limitMs + this.table!.graces[t[0]]!;
-      link.pending.set(id, { run: run.id, tool: name, limitMs, deadline, resolve, reject });
+      const p: Pending = { run: run.id, tool: name, limitMs, deadline, resolve, reject };
+      if (run.observe !== 0) this.observed(p, run.observe === 2 ? args : undefined);
+      link.pending.set(id, p);
       Atomics.add(link.counts, 1, 1);
       if (deadline > link.latest) link.latest = deadline;
       this.made++;
@@ -110,6 +126,7 @@ export class DirectCalls {
       for (const [id, p] of link.pending) {
         if (p.run !== run) continue;
         link.pending.delete(id);
+        p.cut?.();
         if (last === undefined || p.deadline > last.deadline) last = p;
       }
       if (last === undefined) continue;
@@ -124,6 +141,25 @@ export class DirectCalls {
       ]);
     }
     return left;
+  }
+
+  /** Makes `p`'s settling (and its cutting short) leave a record of the call. */
+  private observed(p: Pending, args: Record<string, unknown> | undefined): void {
+    const t0 = performance.now();
+    const at = Date.now();
+    const { resolve, reject, tool } = p;
+    const records = this.records;
+    const note = (outcome: DirectCallRecord[3], text: string | undefined) =>
+      records.push([tool, at, performance.now() - t0, outcome, text, args]);
+    p.resolve = (r) => {
+      note(...outcomeOfResult(r));
+      resolve(r);
+    };
+    p.reject = (e) => {
+      note('error', e.message.slice(0, 300));
+      reject(e);
+    };
+    p.cut = () => note('error', 'the script ended before the call answered');
   }
 
   private open(key: number, port: MessagePort, counts: Int32Array): void {

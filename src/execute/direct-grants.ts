@@ -35,8 +35,15 @@ export class DirectChannels {
    * What a run may call directly, its new ports added to `transfer`; the grants go to `grants`.
    * Plugins not serving now (loading, restarting) are left out: their tools go the slow way.
    */
-  grant(plan: DirectPlan, ctx: CallContext, grants: RunGrants, transfer: MessagePort[]): RunDirect {
+  grant(
+    plan: DirectPlan,
+    ctx: CallContext,
+    grants: RunGrants,
+    transfer: MessagePort[],
+    observe?: 1 | 2,
+  ): RunDirect {
     const out: RunDirect = { grants: [], ctx: plainContext(ctx) };
+    if (observe !== undefined) out.observe = observe;
     const peer = ctx.peer;
     if (peer !== undefined) {
       out.peer = { pollLater: typeof peer.pollLater === 'function' };

@@ -11,8 +11,9 @@ import { extractImages } from '../registry/result-images.js';
 import { toJsonText } from '../registry/results.js';
 import type { CallContext, ToolResult } from '../registry/types.js';
 import { directPlan, type DirectPlan } from './direct-plan.js';
+import { observeHubCalls, replayDirectCalls, type InnerCallSink } from './inner-observe.js';
 import type { InnerRateGate, ResolvedExecuteOptions } from './options.js';
-import type { ScriptPool } from './worker-pool.js';
+import type { ScriptOutcome, ScriptPool } from './worker-pool.js';
 
 export const EXECUTE_OWNER = 'builtin:execute';
 
@@ -66,6 +67,8 @@ export function executeHandler(
   pool: ScriptPool,
   opts: ResolvedExecuteOptions,
   logger: Logger,
+  /** Where inner calls are announced (the hub's observers), once operations start. */
+  sinkOf: () => InnerCallSink | undefined = () => undefined,
 ) {
   const gate = opts.innerRate;
   const toolNames = toolNamesCache(registry, gate);
@@ -106,6 +109,8 @@ export function executeHandler(
       },
     });
     if (gate !== undefined) limitInnerCalls(caller, gate, ctx.principal);
+    const sink = sinkOf();
+    if (sink !== undefined) observeHubCalls(caller, sink, ctx);
     // observe: inner calls answer worker messages, outside this call's async context; bound to
     // it, their trace spans nest under this call's (a no-op while tracing is off).
     caller.call = context.bind(context.active(), caller.call);
@@ -118,25 +123,35 @@ export function executeHandler(
         tools: tools.names,
         direct: tools.direct,
         signal: ctx.signal,
+        observe: sink === undefined ? undefined : sink.wantsArguments ? 2 : 1,
       });
-      if (!outcome.ok) {
-        const text = outcome.output
-          ? `${outcome.error}\n--- output ---\n${outcome.output}`
-          : outcome.error;
-        return {
-          content: [{ type: 'text', text }],
-          isError: true,
-          structuredContent: { error: outcome.error, output: outcome.output },
-        };
-      }
-      const structured = { result: outcome.result ?? null, output: outcome.output };
-      return {
-        content: [{ type: 'text', text: toJsonText(structured) }, ...outcome.images],
-        structuredContent: structured,
-      };
+      const log = outcome.directLog;
+      // After the answer is out: the caller does not wait for the observers.
+      if (sink !== undefined && log !== undefined)
+        setImmediate(() => replayDirectCalls(sink, ctx, log));
+      return toolResultOf(outcome);
     } finally {
       inner.abort(SCRIPT_ENDED);
     }
+  };
+}
+
+/** A run's outcome as the `execute` tool's result. */
+function toolResultOf(outcome: ScriptOutcome): ToolResult {
+  if (!outcome.ok) {
+    const text = outcome.output
+      ? `${outcome.error}\n--- output ---\n${outcome.output}`
+      : outcome.error;
+    return {
+      content: [{ type: 'text', text }],
+      isError: true,
+      structuredContent: { error: outcome.error, output: outcome.output },
+    };
+  }
+  const structured = { result: outcome.result ?? null, output: outcome.output };
+  return {
+    content: [{ type: 'text', text: toJsonText(structured) }, ...outcome.images],
+    structuredContent: structured,
   };
 }
 

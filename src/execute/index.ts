@@ -6,6 +6,7 @@
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { EXECUTE_DESCRIPTION, EXECUTE_OWNER, executeHandler } from './execute-tool.js';
+import type { InnerCallSink } from './inner-observe.js';
 import { resolveExecuteOptions, type ExecuteOptions } from './options.js';
 import { SEARCH_DESCRIPTION, SEARCH_OWNER, searchToolsHandler } from './search-tools.js';
 import { ScriptPool, type ExecuteStats } from './worker-pool.js';
@@ -13,12 +14,15 @@ import { ScriptPool, type ExecuteStats } from './worker-pool.js';
 export { EXECUTE_OWNER } from './execute-tool.js';
 export { SEARCH_OWNER } from './search-tools.js';
 export type { ExecuteOptions } from './options.js';
+export type { InnerCallSink, InnerCallStart, InnerCallEnd } from './inner-observe.js';
 
 export interface CodeModeBuiltins {
   /** Terminates the script workers. */
   close(): Promise<void>;
   /** Scripts running and queued now; undefined when execute is off. */
   stats(): ExecuteStats | undefined;
+  /** Announces every inner call of every run from now on (the hub's observers). */
+  observeInnerCalls(sink: InnerCallSink): void;
 }
 
 export function registerCodeMode(
@@ -48,8 +52,10 @@ export function registerCodeMode(
     handler: searchToolsHandler(registry),
   });
   // `enabled: false` (config `execute: false`) leaves out the tool and its workers.
-  if (!opts.enabled) return { close: async () => undefined, stats: () => undefined };
+  if (!opts.enabled)
+    return { close: async () => undefined, stats: () => undefined, observeInnerCalls: () => {} };
   const pool = new ScriptPool(opts, logger);
+  let sink: InnerCallSink | undefined;
   registry.addTool(EXECUTE_OWNER, {
     name: 'execute',
     description: EXECUTE_DESCRIPTION,
@@ -68,7 +74,7 @@ export function registerCodeMode(
       additionalProperties: false,
     },
     annotations: { title: 'Run a Lua script over the tools', openWorldHint: true },
-    handler: executeHandler(registry, pool, opts, logger),
+    handler: executeHandler(registry, pool, opts, logger, () => sink),
   });
   // A run's direct grant holds the tools it had at its start: a change revokes it.
   const unwatch = registry.onChange((kinds) => {
@@ -81,5 +87,6 @@ export function registerCodeMode(
       return pool.close();
     },
     stats: () => pool.stats(),
+    observeInnerCalls: (s) => (sink = s),
   };
 }

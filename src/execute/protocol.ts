@@ -3,6 +3,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { PeerWire } from '../plugins/direct-port.js';
 import type { PlainContext } from '../plugins/worker-protocol.js';
 import type { ContentItem, ToolResult } from '../registry/types.js';
+import type { DirectCallRecord } from './inner-observe.js';
 
 /**
  * What a run may call directly on plugin workers (src/execute/direct-calls.ts), as the hub
@@ -17,6 +18,8 @@ export interface RunDirect {
   grants: ([number, number] | null)[];
   ctx: PlainContext;
   peer?: PeerWire;
+  /** Keep a record of each direct call for the hub's observers: 1 without arguments, 2 with. */
+  observe?: 1 | 2;
 }
 
 export interface DirectTable {
@@ -104,4 +107,6 @@ export type FromWorker =
       direct?: [number, number, number, string, number][];
       /** How many of the run's calls went direct (metrics). */
       directCalls?: number;
+      /** Those calls one by one, when the run was asked to observe them (inner-observe.ts). */
+      directLog?: DirectCallRecord[];
     };

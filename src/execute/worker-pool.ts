@@ -16,6 +16,7 @@ import type { ContentItem } from '../registry/types.js';
 import type { DirectPlan } from './direct-plan.js';
 import { DirectChannels, revokeAll, type RunGrants } from './direct-grants.js';
 import type { ResolvedExecuteOptions } from './options.js';
+import type { DirectCallRecord } from './inner-observe.js';
 import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
 
 export interface ScriptJob {
@@ -27,6 +28,8 @@ export interface ScriptJob {
   /** Which of them the run may call directly on their plugin's worker (direct-plan.ts). */
   direct?: DirectPlan;
   signal?: AbortSignal;
+  /** Record each direct call for the observers (inner-observe.ts): 1 without arguments, 2 with. */
+  observe?: 1 | 2;
 }
 
 /** What metrics and the dashboard read of the pool. */
@@ -38,9 +41,13 @@ export interface ExecuteStats {
   innerCalls: { direct: number; hub: number };
 }
 
-export type ScriptOutcome =
+export type ScriptOutcome = (
   | { ok: true; result: unknown; images: ContentItem[]; output: string }
-  | { ok: false; error: string; output: string };
+  | { ok: false; error: string; output: string }
+) & {
+  /** The run's direct calls, when it was asked to record them (ScriptJob.observe). */
+  directLog?: DirectCallRecord[];
+};
 
 interface Slot {
   worker: Worker;
@@ -300,7 +307,7 @@ export class ScriptPool {
     const ctx = job.caller.context;
     if (job.direct !== undefined && ctx !== undefined) {
       const transfer: MessagePort[] = [];
-      msg.direct = slot.direct.grant(job.direct, ctx, slot.job.grants, transfer);
+      msg.direct = slot.direct.grant(job.direct, ctx, slot.job.grants, transfer, job.observe);
       if (transfer.length > 0) {
         // Ports are transferred, which the turn's batch does not do: what is queued goes first.
         slot.outbox.flush();
@@ -411,8 +418,19 @@ export class ScriptPool {
         this.innerCalls.direct += msg.directCalls ?? 0;
         job.finish(
           msg.ok
-            ? { ok: true, result: msg.result, images: msg.images ?? [], output: msg.output }
-            : { ok: false, error: msg.error ?? 'the script failed', output: msg.output },
+            ? {
+                ok: true,
+                result: msg.result,
+                images: msg.images ?? [],
+                output: msg.output,
+                directLog: msg.directLog,
+              }
+            : {
+                ok: false,
+                error: msg.error ?? 'the script failed',
+                output: msg.output,
+                directLog: msg.directLog,
+              },
         );
     }
   }

@@ -225,6 +225,7 @@ function done(msg: Extract<FromWorker, { type: 'done' }>): void {
   const left = direct.end(msg.run);
   if (left !== undefined) msg.direct = left;
   if (direct.made > 0) msg.directCalls = direct.made;
+  if (direct.records.length > 0) msg.directLog = direct.records;
   post(msg);
 }
 

@@ -10,13 +10,15 @@ import type { IncomingMessage } from 'node:http';
 import type { Registry } from '../registry/registry.js';
 import type { UpstreamCallHook } from '../upstream/call-hook.js';
 
-export type Transport = 'http' | 'stdio';
+/** `execute`: an inner tool call of an `execute` script, made for the script's caller. */
+export type Transport = 'http' | 'stdio' | 'execute';
 export type Outcome = 'ok' | 'tool_error' | 'error';
 
 /** A request as it starts. `params` is the client's; observers must not keep or change it. */
 export interface CallStart {
   transport: Transport;
-  era: RequestScope['era'];
+  /** The client's protocol era; undefined for an `execute` script's inner calls. */
+  era: RequestScope['era'] | undefined;
   method: string;
   /** The tool or prompt name, or the resource URI; undefined for other methods. */
   name: string | undefined;
@@ -104,6 +106,47 @@ function unescape(s: string): string {
     text = s;
   }
   return text.length > ERROR_MESSAGE_MAX ? text.slice(0, ERROR_MESSAGE_MAX) + '…' : text;
+}
+
+/** An `execute` script's inner call as it starts (the shape execute/inner-observe.ts sends). */
+export interface InnerStart {
+  name: string;
+  args: Record<string, unknown> | undefined;
+  principal: string | undefined;
+  sessionId: string | undefined;
+  startedAt: number;
+}
+
+/**
+ * `execute`'s inner calls, shown to the same observers as the client's requests: each a
+ * `tools/call` of transport `execute`, for the script's caller. `wantsArguments`: the audit log
+ * hashes them (else direct calls do not send them back).
+ */
+export function observeInnerCalls(observers: readonly CallObserver[], wantsArguments: boolean) {
+  return {
+    wantsArguments,
+    start(c: InnerStart): ((end: CallEnd) => void) | undefined {
+      const call: CallStart = {
+        transport: 'execute',
+        era: undefined,
+        method: 'tools/call',
+        name: c.name,
+        principal: c.principal,
+        sessionId: c.sessionId,
+        params: c.args === undefined ? { name: c.name } : { name: c.name, arguments: c.args },
+        startedAt: c.startedAt,
+      };
+      let ends: ((end: CallEnd) => void)[] | undefined;
+      for (const o of observers) {
+        const end = o.start(call);
+        if (end !== undefined) (ends ??= []).push(end);
+      }
+      if (ends === undefined) return undefined;
+      return (end) => {
+        for (const e of ends) e(end);
+      };
+    },
+  };
 }
 
 /**

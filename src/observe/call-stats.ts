@@ -20,14 +20,21 @@ export interface Histogram {
   buckets: number[];
 }
 
-/** The series of one (method, tool, plugin): a count per outcome and its histograms. */
+/**
+ * Who made the calls: the client, or an `execute` script on the client's behalf (its inner
+ * calls, counted apart so the client's requests keep their meaning).
+ */
+export type Via = 'client' | 'execute';
+
+/** The series of one (method, tool, plugin, via): a count per outcome and its histograms. */
 export interface CallKind {
   method: string;
   tool: string;
   plugin: string;
+  via: Via;
   counts: [number, number, number];
   histograms: [Histogram, Histogram, Histogram];
-  inflight: { value: number };
+  inflight: { value: number; method: string; via: Via };
 }
 
 export type Values = {
@@ -51,18 +58,18 @@ export class CallStats {
   /** method -> tool -> its latest series: the hot path's lookup, no key string built. */
   private readonly byMethod = new Map<string, Map<string, CallKind>>();
   private readonly histograms = new Map<string, Histogram>();
-  private readonly inflight = new Map<string, { value: number }>();
+  private readonly inflight = new Map<string, CallKind['inflight']>();
 
   constructor(register: client.Registry) {
     register.registerMetric(
       family(
         'moonhub_mcp_calls_total',
-        'MCP requests answered, by method, tool or prompt, owning plugin and outcome (ok, tool_error, error)',
+        "MCP requests answered, by method, tool or prompt, owning plugin, outcome (ok, tool_error, error) and via (client, or execute for a script's inner calls)",
         'counter',
         () =>
           [...this.kinds.values()].flatMap((k) =>
             OUTCOMES.map((outcome, i) => ({
-              labels: { method: k.method, tool: k.tool, plugin: k.plugin, outcome },
+              labels: { method: k.method, tool: k.tool, plugin: k.plugin, outcome, via: k.via },
               value: k.counts[i]!,
             })).filter((v) => v.value > 0),
           ),
@@ -71,7 +78,7 @@ export class CallStats {
     register.registerMetric(
       family(
         'moonhub_mcp_call_duration_seconds',
-        'Time to answer an MCP request, by method, owning plugin and outcome',
+        'Time to answer an MCP request, by method, owning plugin, outcome and via',
         'histogram',
         () =>
           [...this.histograms.values()]
@@ -81,17 +88,20 @@ export class CallStats {
     );
     register.registerMetric(
       family('moonhub_mcp_calls_in_flight', 'MCP requests being answered now', 'gauge', () =>
-        [...this.inflight].map(([method, g]) => ({ labels: { method }, value: g.value })),
+        [...this.inflight.values()].map((g) => ({
+          labels: { method: g.method, via: g.via },
+          value: g.value,
+        })),
       ) as unknown as client.Metric,
     );
   }
 
-  private histogram(method: string, plugin: string, outcome: string): Histogram {
-    const key = `${method}\n${plugin}\n${outcome}`;
+  private histogram(method: string, plugin: string, outcome: string, via: Via): Histogram {
+    const key = `${method}\n${plugin}\n${outcome}\n${via}`;
     let h = this.histograms.get(key);
     if (h === undefined) {
       h = {
-        labels: { method, plugin, outcome },
+        labels: { method, plugin, outcome, via },
         count: 0,
         sum: 0,
         buckets: new Array<number>(LATENCY_BUCKETS.length + 1).fill(0),
@@ -102,31 +112,33 @@ export class CallStats {
   }
 
   /** The series of a call; `plugin` follows from `tool`, unless a reload moved the tool. */
-  kind(method: string, tool: string, plugin: string): CallKind {
-    let byTool = this.byMethod.get(method);
+  kind(method: string, tool: string, plugin: string, via: Via = 'client'): CallKind {
+    const methodKey = via === 'client' ? method : `${method}\n${via}`;
+    let byTool = this.byMethod.get(methodKey);
     if (byTool === undefined) {
       byTool = new Map();
-      this.byMethod.set(method, byTool);
+      this.byMethod.set(methodKey, byTool);
     }
     const hit = byTool.get(tool);
     if (hit !== undefined && hit.plugin === plugin) return hit;
-    const key = `${method}\n${tool}\n${plugin}`;
+    const key = `${methodKey}\n${tool}\n${plugin}`;
     let k = this.kinds.get(key);
     if (k === undefined) {
-      let inflight = this.inflight.get(method);
+      let inflight = this.inflight.get(methodKey);
       if (inflight === undefined) {
-        inflight = { value: 0 };
-        this.inflight.set(method, inflight);
+        inflight = { value: 0, method, via };
+        this.inflight.set(methodKey, inflight);
       }
       k = {
         method,
         tool,
         plugin,
+        via,
         counts: [0, 0, 0],
         histograms: [
-          this.histogram(method, plugin, 'ok'),
-          this.histogram(method, plugin, 'tool_error'),
-          this.histogram(method, plugin, 'error'),
+          this.histogram(method, plugin, 'ok', via),
+          this.histogram(method, plugin, 'tool_error', via),
+          this.histogram(method, plugin, 'error', via),
         ],
         inflight,
       };

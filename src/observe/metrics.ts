@@ -230,7 +230,12 @@ export class HubMetrics {
         tool = entry === undefined ? 'unknown' : call.name;
         plugin = entry?.owner ?? '';
       }
-      const kind = this.stats.kind(method, tool, plugin);
+      const kind = this.stats.kind(
+        method,
+        tool,
+        plugin,
+        call.transport === 'execute' ? 'execute' : 'client',
+      );
       kind.inflight.value++;
       return (end: CallEnd) => {
         kind.inflight.value--;

@@ -117,7 +117,8 @@ describe('metrics, health and audit of a running hub', () => {
     const text = await scrape(base, token);
     const delta = (name: string, labels: Record<string, string>) =>
       sample(text, name, labels) - sample(before0, name, labels);
-    const tc = { method: 'tools/call' };
+    // The client's own requests; an execute script's inner calls count under via="execute".
+    const tc = { method: 'tools/call', via: 'client' };
     assert.equal(delta(calls, { ...tc, tool: 'calc.echo', plugin: 'calc', outcome: 'ok' }), 3);
     assert.equal(
       delta(calls, { ...tc, tool: 'execute', plugin: 'builtin:execute', outcome: 'ok' }),
@@ -195,7 +196,8 @@ describe('metrics, health and audit of a running hub', () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-    const echoes = lines.filter((l) => l.name === 'calc.echo');
+    // The client's own calls (the execute script's inner call has transport "execute").
+    const echoes = lines.filter((l) => l.name === 'calc.echo' && l.transport === 'http');
     assert.equal(echoes.length, 3);
     const args = JSON.stringify({ text: 'hi' });
     assert.deepEqual(
