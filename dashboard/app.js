@@ -145,6 +145,8 @@ function callItem(c) {
   const what = document.createElement('span');
   what.className = 'what mono';
   what.textContent = `${c.method}${c.name ? ' ' + c.name : ''}`;
+  // An execute script's inner call: made by the script, for the agent named beside it.
+  if (c.transport === 'execute') what.textContent += ' (via execute)';
   const who = document.createElement('span');
   who.className = 'muted';
   who.textContent = c.agent ?? c.principal ?? c.transport;

@@ -69,7 +69,7 @@ async function waitFor<T>(read: () => T | undefined, ms: number, what: string): 
   }
 }
 
-describe('execute: inner calls seen by the audit log and the metrics', () => {
+describe('execute: inner calls seen by the audit log, the metrics and the dashboard', () => {
   let hub: MoonhubProcess;
   let dir: HubDir;
   let client: Client;
@@ -150,6 +150,20 @@ describe('execute: inner calls seen by the audit log and the metrics', () => {
     assert.equal(inner.get('o.limited')!.argument_sha256, sha({ n: 7 }));
     // A hidden tool is audited as the unknown tool it is to this caller (its name as asked).
     assert.equal(inner.get('beta.echo')!.outcome, 'error');
+
+    // The dashboard's recent calls list them too, for the agent, without argument values.
+    const res = await fetch(`${base}/admin/dashboard/state`, {
+      headers: { Authorization: `Bearer ${admin}` },
+    });
+    const state = (await res.json()) as {
+      recent: { calls: { transport: string; name: string; agent: string; state: string }[] };
+    };
+    const shown = state.recent.calls.filter((c) => c.transport === 'execute');
+    const echo = shown.find((c) => c.name === 'o.echo');
+    assert.ok(echo, JSON.stringify(state.recent.calls));
+    assert.equal(echo.agent, 'A');
+    assert.equal(echo.state, 'ok');
+    assert.ok(!JSON.stringify(state.recent).includes('"x"'), 'no argument values');
   });
 
   it('metrics count inner calls under via="execute", apart from the client\'s requests', async () => {
