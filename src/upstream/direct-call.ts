@@ -14,6 +14,20 @@ import { FIELD_VALUE, invalid, shapeProblem, type DirectMethod } from './direct-
 import type { RawExchange, RawRequest } from './raw-http.js';
 import { UPSTREAM_RAW } from './raw-result.js';
 import { UpstreamError } from './upstream-error.js';
+import {
+  CALL,
+  onBodyData,
+  onBodyEnd,
+  onCutOff,
+  onPostError,
+  onPostResponse,
+  onResponseError,
+  onStreamData,
+  onStreamEnd,
+  onTimer,
+  resumeLater,
+  type Tagged,
+} from './direct-listeners.js';
 
 /** One request in flight on the direct path. */
 export class DirectCall implements RawExchange {
@@ -519,42 +533,4 @@ export class DirectCall implements RawExchange {
     if (this.watching !== undefined) this.watching.unwatch(this);
     else this.signal?.removeEventListener('abort', this);
   }
-}
-
-// Listeners shared by all calls: an emitter calls them with itself as `this`, tagged with its call.
-const CALL = Symbol('moonhub direct call');
-type Tagged<T> = T & { [CALL]?: DirectCall };
-const callOf = (emitter: object): DirectCall => (emitter as Tagged<object>)[CALL]!;
-
-function onPostResponse(this: ClientRequest, res: IncomingMessage): void {
-  callOf(this).onResponse(res);
-}
-function onPostError(this: ClientRequest, err: Error): void {
-  callOf(this).onRequestError(this, err);
-}
-function onBodyData(this: IncomingMessage, chunk: Buffer): void {
-  callOf(this).onBodyData(chunk);
-}
-function onBodyEnd(this: IncomingMessage): void {
-  callOf(this).onBodyEnd(this);
-}
-function onResponseError(this: IncomingMessage, err: Error): void {
-  callOf(this).lostStream(err.message);
-}
-function onStreamData(this: IncomingMessage, chunk: string): void {
-  callOf(this).onEvents(chunk);
-}
-function onStreamEnd(this: IncomingMessage): void {
-  callOf(this).onStreamEnd();
-}
-function onCutOff(this: IncomingMessage): void {
-  callOf(this).lostStream('the response was cut off');
-}
-
-function onTimer(call: DirectCall): void {
-  call.timedOut();
-}
-
-function resumeLater(call: DirectCall): void {
-  call.resume();
 }
