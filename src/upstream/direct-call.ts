@@ -2,17 +2,18 @@
  * One proxied request in flight on the direct path (direct-http.ts sends it): its POST through
  * the lean client or node:http, the answer read as JSON or as an event stream (progress relayed,
  * other messages handed to the SDK client, a cleanly ended stream resumed with a GET), the
- * caller's abort, the idle and total timers, and the bound on an answer's bytes.
+ * caller's abort, the idle and total timers, and the bound on an answer's bytes. What a whole
+ * answer means is read in direct-answer.ts; node:http's listeners are in direct-listeners.ts.
  */
 import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
-import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
+import { SdkErrorCode } from '@modelcontextprotocol/client';
 import type { AbortWatch } from '../registry/types.js';
 import { localError } from '../errors.js';
-import { INPUT_REQUIRED, type CallOwner, type DirectOptions } from './direct-types.js';
-import { FIELD_VALUE, invalid, shapeProblem, type DirectMethod } from './direct-wire.js';
+import { type INPUT_REQUIRED, type CallOwner, type DirectOptions } from './direct-types.js';
+import { FIELD_VALUE, type DirectMethod } from './direct-wire.js';
+import { answerOutcome, Failed, httpError, jsonOutcome, type Outcome } from './direct-answer.js';
 import type { RawExchange, RawRequest } from './raw-http.js';
-import { UPSTREAM_RAW } from './raw-result.js';
 import { UpstreamError } from './upstream-error.js';
 import {
   CALL,
@@ -254,116 +255,16 @@ export class DirectCall implements RawExchange {
       this.chunks !== undefined
         ? Buffer.concat(this.chunks).toString('utf8')
         : (this.chunk?.toString('utf8') ?? '');
-    if (this.status === 200 && this.type === 'application/json') return this.onJson(text);
-    this.onHttpError(this.status, statusText, this.type, text);
+    const era = this.owner.session.era;
+    if (this.status === 200 && this.type === 'application/json')
+      return this.settle(jsonOutcome(text, this.id, this.method, era));
+    this.fail(httpError(this.status, statusText, this.type, text, this.id, era));
   }
 
-  /**
-   * The answer as the hub and the SDK send it: `{"jsonrpc":"2.0","id":ID,"result":R}` (or with
-   * `result` first). Then only R is parsed, and its text rides along with the result so the
-   * proxy can pass it on without serialising it again (upstream/raw-result.ts).
-   */
-  private rawResult(text: string): string | undefined {
-    let end = text.length;
-    while (end > 0 && text.charCodeAt(end - 1) <= 32) end--;
-    if (text.charCodeAt(end - 1) !== 125) return undefined;
-    // Ids are `moonhub-N`: nothing in them needs escaping.
-    const head = '{"jsonrpc":"2.0","id":"' + this.id + '","result":';
-    if (end - 1 > head.length && text.startsWith(head)) return text.slice(head.length, end - 1);
-    const tail = ',"jsonrpc":"2.0","id":"' + this.id + '"}';
-    if (
-      end - tail.length > 10 &&
-      text.startsWith('{"result":') &&
-      text.startsWith(tail, end - tail.length)
-    )
-      return text.slice(10, end - tail.length);
-    return undefined;
-  }
-
-  private onJson(text: string): void {
-    const raw = this.rawResult(text);
-    if (raw !== undefined) {
-      let result: unknown;
-      try {
-        result = JSON.parse(raw);
-      } catch {
-        result = undefined; // Not one value (more members follow): read the whole message below.
-      }
-      if (typeof result === 'object' && result !== null && !Array.isArray(result)) {
-        Object.defineProperty(result, UPSTREAM_RAW, { value: raw });
-        return this.onResult(result as Record<string, unknown>);
-      }
-    }
-    let msg: unknown;
-    try {
-      msg = JSON.parse(text);
-    } catch (err) {
-      return this.fail(err);
-    }
-    const m = msg as { id?: unknown };
-    if (Array.isArray(msg) || typeof msg !== 'object' || msg === null || m.id !== this.id) {
-      return this.fail(
-        new SdkError(
-          SdkErrorCode.InvalidResult,
-          `Invalid response to ${this.method}: not the answer to this request`,
-        ),
-      );
-    }
-    this.onAnswer(msg as Record<string, unknown>);
-  }
-
-  private onHttpError(status: number, statusText: string, type: string, text: string): void {
-    // 2026-07-28: a 400 carrying this request's JSON-RPC error is that error (as the SDK reads it).
-    if (status === 400 && type === 'application/json' && this.owner.session.era === 'modern') {
-      try {
-        const m = JSON.parse(text) as Record<string, unknown>;
-        if (m.id === this.id && m.error !== undefined) return this.onAnswer(m);
-      } catch {
-        // Not JSON: the status is the error.
-      }
-    }
-    if (status === 202) text = `Unexpected content type: ${type}`;
-    this.fail(
-      new SdkHttpError(
-        SdkErrorCode.ClientHttpNotImplemented,
-        `Error POSTing to endpoint: ${text || statusText}`,
-        { status, statusText, text },
-      ),
-    );
-  }
-
-  private onAnswer(msg: Record<string, unknown>): void {
-    const error = msg.error as { code?: unknown; message?: unknown; data?: unknown } | undefined;
-    if (error !== undefined) {
-      return this.fail(
-        ProtocolError.fromError(
-          typeof error.code === 'number' ? error.code : -32603,
-          String(error.message ?? 'error'),
-          error.data,
-        ),
-      );
-    }
-    const result = msg.result as Record<string, unknown> | undefined;
-    if (typeof result !== 'object' || result === null || Array.isArray(result))
-      return this.fail(invalid(this.method, 'not an object'));
-    this.onResult(result);
-  }
-
-  private onResult(result: Record<string, unknown>): void {
-    if (this.owner.session.era === 'modern') {
-      const kind = result.resultType;
-      if (kind === 'input_required') return this.finish(INPUT_REQUIRED);
-      if (kind !== 'complete')
-        return this.fail(
-          invalid(
-            this.method,
-            kind === undefined ? 'missing required resultType' : `result type ${String(kind)}`,
-          ),
-        );
-    }
-    const problem = shapeProblem(this.method, result);
-    if (problem !== undefined) return this.fail(invalid(this.method, problem));
-    this.finish(result);
+  /** The answer read: the call ends with its result or its error. */
+  private settle(outcome: Outcome): void {
+    if (outcome instanceof Failed) this.fail(outcome.error);
+    else this.finish(outcome);
   }
 
   // ---- the event stream ---------------------------------------------------------------------
@@ -407,7 +308,8 @@ export class DirectCall implements RawExchange {
     } catch {
       return; // The SDK reports such an event and reads on; so does this.
     }
-    if (msg.id === this.id && ('result' in msg || 'error' in msg)) return this.onAnswer(msg);
+    if (msg.id === this.id && ('result' in msg || 'error' in msg))
+      return this.settle(answerOutcome(msg, this.method, this.owner.session.era));
     if (msg.method === 'notifications/progress') {
       const p = msg.params as Record<string, unknown> | undefined;
       if (p?.progressToken === this.id) {
