@@ -2,8 +2,9 @@
  * One proxied request in flight on the direct path (direct-http.ts sends it): its POST through
  * the lean client or node:http, the answer read as JSON or as an event stream (progress relayed,
  * other messages handed to the SDK client, a cleanly ended stream resumed with a GET), the
- * caller's abort, the idle and total timers, and the bound on an answer's bytes. What a whole
- * answer means is read in direct-answer.ts; node:http's listeners are in direct-listeners.ts.
+ * caller's abort, the idle and total timers, and the bound on an answer's bytes. The stream's
+ * events are split in direct-events.ts, what a whole answer means is read in direct-answer.ts,
+ * and node:http's listeners are in direct-listeners.ts.
  */
 import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
@@ -13,6 +14,7 @@ import { localError } from '../errors.js';
 import { type INPUT_REQUIRED, type CallOwner, type DirectOptions } from './direct-types.js';
 import { FIELD_VALUE, type DirectMethod } from './direct-wire.js';
 import { answerOutcome, Failed, httpError, jsonOutcome, type Outcome } from './direct-answer.js';
+import { EventStreamReader, type EventSink } from './direct-events.js';
 import type { RawExchange, RawRequest } from './raw-http.js';
 import { UpstreamError } from './upstream-error.js';
 import {
@@ -31,7 +33,7 @@ import {
 } from './direct-listeners.js';
 
 /** One request in flight on the direct path. */
-export class DirectCall implements RawExchange {
+export class DirectCall implements RawExchange, EventSink {
   private req: ClientRequest | undefined;
   /** The lean client's request (plain-http upstreams), when it carries this call. */
   private raw: RawRequest | undefined;
@@ -49,11 +51,8 @@ export class DirectCall implements RawExchange {
   private signal: AbortSignal | undefined;
   /** Retried once on a fresh socket when a reused keep-alive socket was found closed. */
   private resent = false;
-  // The event stream being read.
-  private buf = '';
-  private data = '';
-  private lastEventId: string | undefined;
-  private retryMs = 1000;
+  /** The event stream being read (made when one starts). */
+  private events: EventStreamReader | undefined;
   private failedResumes = 0;
   // A JSON answer being read: its chunks, and their bytes (bounded by the session's answerBytes).
   private chunk: Buffer | undefined;
@@ -164,6 +163,7 @@ export class DirectCall implements RawExchange {
     this.type = type;
     res.on('error', onResponseError);
     if (status === 200 && type === 'text/event-stream') {
+      this.events = new EventStreamReader();
       res.setEncoding('utf8');
       res.on('data', onStreamData);
       res.on('end', onStreamEnd);
@@ -187,6 +187,7 @@ export class DirectCall implements RawExchange {
     this.type = type.split(';', 1)[0]!.trim().toLowerCase();
     if (status === 200 && this.type === 'text/event-stream') {
       this.rawStream = true;
+      this.events = new EventStreamReader();
       this.decoder = new StringDecoder('utf8');
       return;
     }
@@ -271,37 +272,19 @@ export class DirectCall implements RawExchange {
 
   onEvents(chunk: string): void {
     if (this.done) return;
-    this.buf += chunk;
+    const events = this.events!;
     // One event at a time is held; counted in characters (at most the bytes read).
-    if (this.buf.length + this.data.length > this.owner.session.answerBytes) return this.tooLarge();
-    let start = 0;
-    for (;;) {
-      const nl = this.buf.indexOf('\n', start);
-      if (nl < 0) break;
-      let line = this.buf.slice(start, nl);
-      start = nl + 1;
-      if (line.endsWith('\r')) line = line.slice(0, -1);
-      if (line === '') {
-        this.onEvent();
-        if (this.done) return;
-        continue;
-      }
-      const colon = line.indexOf(':');
-      if (colon === 0) continue;
-      const field = colon < 0 ? line : line.slice(0, colon);
-      let value = colon < 0 ? '' : line.slice(colon + 1);
-      if (value.startsWith(' ')) value = value.slice(1);
-      if (field === 'data') this.data += this.data === '' ? value : `\n${value}`;
-      else if (field === 'id') this.lastEventId = value;
-      else if (field === 'retry' && /^\d+$/.test(value)) this.retryMs = Number(value);
-    }
-    this.buf = this.buf.slice(start);
+    if (events.add(chunk) > this.owner.session.answerBytes) return this.tooLarge();
+    events.read(this);
   }
 
-  private onEvent(): void {
-    const data = this.data;
-    this.data = '';
-    if (data === '') return;
+  /** One event's data (EventSink); false once the call has ended. */
+  onEventData(data: string): boolean {
+    this.onEvent(data);
+    return !this.done;
+  }
+
+  private onEvent(data: string): void {
     let msg: Record<string, unknown>;
     try {
       msg = JSON.parse(data) as Record<string, unknown>;
@@ -331,9 +314,10 @@ export class DirectCall implements RawExchange {
     if (this.done) return;
     if (this.res?.complete === false) return this.lostStream('the response was cut off');
     // Ended without the answer: after an event id the stream can be resumed (SSE polling).
-    if (this.lastEventId === undefined || this.owner.session.era === 'modern')
+    const events = this.events;
+    if (events?.lastEventId === undefined || this.owner.session.era === 'modern')
       return this.lostStream('the upstream ended the stream without answering');
-    setTimeout(resumeLater, this.retryMs, this).unref();
+    setTimeout(resumeLater, events.retryMs, this).unref();
   }
 
   resume(): void {
@@ -344,7 +328,7 @@ export class DirectCall implements RawExchange {
     delete headers['content-type'];
     delete headers['content-length'];
     headers.accept = 'text/event-stream';
-    headers['last-event-id'] = this.lastEventId;
+    headers['last-event-id'] = this.events?.lastEventId;
     const req = this.owner.open('GET', headers);
     this.req = req;
     this.res = undefined;
@@ -354,8 +338,7 @@ export class DirectCall implements RawExchange {
         return this.resumeFailed(`HTTP ${res.statusCode} resuming the stream`);
       }
       this.failedResumes = 0;
-      this.buf = '';
-      this.data = '';
+      this.events?.restart();
       (res as Tagged<IncomingMessage>)[CALL] = this;
       this.res = res;
       res.setEncoding('utf8');
@@ -371,7 +354,7 @@ export class DirectCall implements RawExchange {
     if (this.done) return;
     // As the SDK's transport is configured here: two reconnection attempts, then give up.
     if (++this.failedResumes > 2) return this.lostStream(reason);
-    setTimeout(resumeLater, this.retryMs * 2 ** this.failedResumes, this).unref();
+    setTimeout(resumeLater, this.events!.retryMs * 2 ** this.failedResumes, this).unref();
   }
 
   lostStream(reason: string): void {
