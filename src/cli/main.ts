@@ -1,23 +1,15 @@
 /**
- * The `moonhub` command: `serve` (MCP over HTTP or stdio) and `run` (a Lua script against the
- * loaded plugins). Logs go to stderr; stdout carries only MCP (stdio) or a script's result.
+ * The `moonhub` command: `serve` (MCP over HTTP or stdio; its start-up is in serve.ts), `dev` and
+ * `run` (a Lua script against the loaded plugins), and the commands of the other cli/ modules.
+ * Logs go to stderr; stdout carries only MCP (stdio) or a script's result.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { resolve } from 'node:path';
 import { checkLogFormat, checkLogLevel, createLogger, type LogFormat } from '../log.js';
-import { startOperations } from '../operations.js';
 import { startHub } from '../hub.js';
-import {
-  createMcpDispatcher,
-  startHttpServer,
-  type serveStdio,
-  type HttpServerOptions,
-} from '../server/index.js';
-import { FlowLimits } from '../server/flow-limits.js';
 import { packageVersion } from '../server/protocol.js';
 import { resolveSettings, isAuthMode } from '../config/settings.js';
 import type { AuthMode } from '../config/config.js';
-import { Access, checkExposure, isLoopback } from '../access.js';
 import { addSessionCommands } from './session-commands.js';
 import { addConnectCommand } from './connect.js';
 import { runScript } from './run-script.js';
@@ -25,18 +17,8 @@ import { toJsonText } from '../registry/results.js';
 import { addAuthorCommands, projectDefaults } from './author-commands.js';
 import { callLine, watchPlugins } from './dev-log.js';
 import { clientSetup, clientSetupText } from '../sessions/client-setup.js';
-import type { CallEvent } from '../server/dispatcher.js';
-import type { Hub } from '../hub.js';
-import { endpointUrl } from '../config/settings.js';
-import { performanceOptionsOf } from '../config/performance-config.js';
-import type { Cluster } from '../cluster/index.js';
-import { runPrimary, workerSlot } from '../cluster/primary.js';
-import { announce, instanceHeaders, openServeCluster, sharedSessions } from './serve-cluster.js';
-import { bridgeResourceUpdates } from '../cluster/registry-bridge.js';
-import { Drain } from '../server/drain.js';
-import { drainMsOf } from '../config/shutdown-config.js';
-import { drainMillis, serveDrainedStdio, shutdownOnSignal, stopHttpOnSignal } from './shutdown.js';
-import { bridgePluginReloads } from '../cluster/plugin-reload-bridge.js';
+import { drainMillis } from './shutdown.js';
+import { serve, type ServeFlags } from './serve.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -81,204 +63,6 @@ function collect(value: string, previous: string[]): string[] {
 function authMode(value: string): AuthMode {
   if (!isAuthMode(value)) throw new InvalidArgumentError('one of none, token, oauth');
   return value;
-}
-
-interface ServeFlags {
-  plugins: string[];
-  port?: number;
-  host?: string;
-  stdio?: boolean;
-  config?: string;
-  watch: boolean;
-  logLevel?: string;
-  logFormat?: LogFormat;
-  audit?: string;
-  hubId?: string;
-  auth?: AuthMode;
-  data?: string;
-  url?: string;
-  session?: string;
-  force?: boolean;
-  redis?: string;
-  workers?: number;
-  drainMs?: number;
-}
-
-/** What `moonhub dev` adds to `serve`: its per-call line and its start-up text. */
-interface ServeHooks {
-  onCall?: (e: CallEvent) => void;
-  ready?: (hub: Hub, url: string | undefined) => void;
-}
-
-async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<void> {
-  const logger = createLogger(flags.logLevel, { format: flags.logFormat });
-  const s = resolveSettings(flags);
-  if (s.dirs.length === 0 && s.config.upstreams === undefined)
-    throw new Error(
-      'no plugins directory: pass --plugins DIR or set plugins.dirs (or upstreams) in the config file',
-    );
-  if (flags.session !== undefined && !flags.stdio)
-    throw new Error('--session is for --stdio; over HTTP a session presents its token');
-  if (!flags.stdio) checkExposure(s, flags.force === true, logger);
-  if (s.cluster.workers > 1 && workerSlot() === undefined) {
-    if (flags.stdio) throw new Error('--workers is for HTTP; stdio serves one client');
-    await runPrimary({
-      workers: s.cluster.workers,
-      logger,
-      drainMs: drainMsOf(s.config.shutdown, flags.drainMs),
-      onListening: ({ port }) =>
-        process.stderr.write(
-          `moonhub: serving MCP at ${endpointUrl(s, port)} (${s.cluster.workers} workers)\n`,
-        ),
-    });
-    return;
-  }
-  let access: Access | undefined = undefined;
-  // limits.streams/notices/rate: one set of bounds for the transport and its dispatcher; the
-  // per-tool rate limits hold inside `execute` scripts too.
-  const flow = new FlowLimits(s.flow);
-  const innerRate = flow.toolGate();
-  const hub = await startHub({
-    hubId: s.hub_id,
-    pluginDirs: s.dirs,
-    logger,
-    watch: flags.watch,
-    execute: innerRate === undefined ? s.execute : { ...s.execute, innerRate },
-    pluginSettings: s.config.plugins?.settings,
-    upstreams: s.config.upstreams,
-    pluginLimits: s.pluginLimits,
-    isolation: s.isolation.mode,
-    hardStopGraceMs: s.isolation.graceMs,
-    spareWorker: s.isolation.spareWorker,
-    contextTableSize: s.isolation.contextTableSize,
-    sessionViews: (uuid) => (access === undefined ? null : access.viewOfSession(uuid)),
-  });
-  // A hub bound to a named address must accept that name in Host (DNS-rebinding check).
-  const allowedHosts = isLoopback(s.host) ? [] : [s.host];
-  try {
-    access = await Access.open({
-      settings: s,
-      registry: hub.registry,
-      logger,
-      watch: flags.watch,
-      originPolicy: { allowedHosts },
-    });
-  } catch (err) {
-    await hub.stop();
-    throw err;
-  }
-  const onError = (err: unknown) => logger.error({ err }, 'internal error while serving a request');
-  // Graceful shutdown (src/cli/shutdown.ts): every request is tracked so SIGTERM can drain them.
-  const drain = new Drain();
-  const drainMs = drainMsOf(s.config.shutdown, flags.drainMs);
-  let cluster: Cluster | undefined;
-  // observe: metrics, traces, audit, health and dashboard (src/operations.ts).
-  let ops: Awaited<ReturnType<typeof startOperations>>;
-  try {
-    cluster = flags.stdio ? undefined : await openServeCluster(s, logger);
-    const reloads =
-      cluster === undefined
-        ? undefined
-        : bridgePluginReloads(hub.plugins, cluster.bus, (err, plugin) =>
-            logger.warn({ err, plugin }, 'a reload asked by another instance failed'),
-          );
-    ops = await startOperations({
-      hub,
-      access,
-      settings: s,
-      logger,
-      originPolicy: { allowedHosts },
-      audit: flags.audit,
-      draining: () => drain.active,
-      reloadPlugin: reloads?.reload,
-    });
-  } catch (err) {
-    await Promise.allSettled([access.close(), hub.stop()]);
-    throw err;
-  }
-  if (ops.metricsUrl !== undefined) process.stderr.write(`moonhub: metrics at ${ops.metricsUrl}\n`);
-  if (cluster !== undefined) bridgeResourceUpdates(hub.registry, cluster.bus);
-  // limits.rate.global: the cluster's buckets, beside each process's own.
-  if (cluster !== undefined && s.flow.rateGlobal === true) flow.rate?.shareWith(cluster.counters());
-
-  if (flags.stdio) {
-    let server: ReturnType<typeof serveStdio>;
-    let stalled = false;
-    try {
-      server = serveDrainedStdio(
-        hub.registry,
-        ops.stdio({
-          input: process.stdin,
-          output: process.stdout,
-          onError,
-          onCall: hooks.onCall,
-          limits: s.serverLimits,
-          flow,
-          onStalled: (message) => {
-            stalled = true;
-            process.stderr.write(message + '\n');
-          },
-          ...performanceOptionsOf(s.config.performance),
-          ...access.stdioOptions(flags.session),
-        }),
-        drain,
-      );
-    } catch (err) {
-      await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
-      throw err;
-    }
-    process.stderr.write(`moonhub: serving MCP on stdio (${hub.registry.countTools()} tools)\n`);
-    hooks.ready?.(hub, undefined);
-    const stdio = server;
-    let signalled = false;
-    void shutdownOnSignal({
-      logger,
-      drain,
-      drainMs,
-      what: 'stdio',
-      stopAccepting: () => (signalled = true),
-      closeTransport: async () => stdio.close(),
-      closeRest: async () => {
-        await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
-      },
-    });
-    await server.closed;
-    // Closed by a signal: the shutdown closes the rest and ends the process.
-    if (signalled) return new Promise<never>(() => {});
-    await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
-    // stdout cannot be closed: a write the peer never reads would keep the process forever.
-    if (stalled) process.exit(1);
-    return;
-  }
-
-  const httpOpts: HttpServerOptions = ops.http({
-    host: s.host,
-    port: s.port,
-    onError,
-    onCall: hooks.onCall,
-    flow,
-    allowedHosts,
-    limits: s.serverLimits,
-    ...performanceOptionsOf(s.config.performance),
-    ...access.httpOptions(),
-  });
-  if (cluster !== undefined) httpOpts.sessions = sharedSessions(cluster, logger, httpOpts);
-  const http = await startHttpServer(hub.registry, {
-    ...httpOpts,
-    dispatcher: drain.wrap(
-      httpOpts.dispatcher ?? createMcpDispatcher(hub.registry, httpOpts),
-      httpOpts.refused,
-    ),
-    drain,
-    responseHeaders: instanceHeaders(cluster),
-  });
-  access.listening(http.url, http.handler);
-  announce(http, hub.registry.countTools(), cluster);
-  hooks.ready?.(hub, http.url);
-  await stopHttpOnSignal({ logger, drain, drainMs, http }, async () => {
-    await Promise.allSettled([ops.close(), access.close(), hub.stop()]);
-    await cluster?.close();
-  });
 }
 
 /** `moonhub dev`: serve with reloads, a human line per call, and the clients' set-up. */
@@ -346,6 +130,17 @@ export function buildProgram(): Command {
     .version(packageVersion(), '-v, --version')
     .showHelpAfterError();
 
+  addServeCommand(program);
+  addRunCommand(program);
+  addDevCommand(program);
+  addSessionCommands(program, collect);
+  addConnectCommand(program);
+  addAuthorCommands(program, collect);
+
+  return program;
+}
+
+function addServeCommand(program: Command): void {
   program
     .command('serve')
     .description('serve the plugins over MCP (Streamable HTTP on /mcp, or stdio)')
@@ -396,7 +191,9 @@ export function buildProgram(): Command {
       ).argParser(drainMillis),
     )
     .action((flags: ServeFlags) => serve(flags));
+}
 
+function addRunCommand(program: Command): void {
   program
     .command('run')
     .description('run a Lua script against the loaded plugins and print its return value as JSON')
@@ -415,7 +212,9 @@ export function buildProgram(): Command {
       new Option('--log-level <level>', 'log level on stderr (default warn)').argParser(logLevel),
     )
     .action((file: string, args: string[], flags: RunFlags) => run(file, args, flags));
+}
 
+function addDevCommand(program: Command): void {
   program
     .command('dev')
     .description(
@@ -433,12 +232,6 @@ export function buildProgram(): Command {
       new Option('--log-level <level>', 'log level on stderr (default warn)').argParser(logLevel),
     )
     .action((flags: ServeFlags) => dev(flags));
-
-  addSessionCommands(program, collect);
-  addConnectCommand(program);
-  addAuthorCommands(program, collect);
-
-  return program;
 }
 
 export async function main(argv: string[]): Promise<void> {
