@@ -2,11 +2,12 @@
  * One proxied request in flight on the direct path (direct-http.ts sends it): its POST through
  * the lean client or node:http, the answer read as JSON or as an event stream (progress relayed,
  * other messages handed to the SDK client, a cleanly ended stream resumed with a GET), the
- * caller's abort, the idle and total timers, and the bound on an answer's bytes. The stream's
- * events are split in direct-events.ts, what a whole answer means is read in direct-answer.ts,
- * and node:http's listeners are in direct-listeners.ts.
+ * caller's abort, the idle and total timers, and the bound on an answer's bytes. Its requests'
+ * heads are built in direct-request.ts, the stream's events split in direct-events.ts, what a
+ * whole answer means is read in direct-answer.ts, and node:http's listeners are in
+ * direct-listeners.ts.
  */
-import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import { SdkErrorCode } from '@modelcontextprotocol/client';
 import type { AbortWatch } from '../registry/types.js';
@@ -15,6 +16,7 @@ import { type INPUT_REQUIRED, type CallOwner, type DirectOptions } from './direc
 import { FIELD_VALUE, type DirectMethod } from './direct-wire.js';
 import { answerOutcome, Failed, httpError, jsonOutcome, type Outcome } from './direct-answer.js';
 import { EventStreamReader, type EventSink } from './direct-events.js';
+import { postHeaders, rawPostHead, resumeHeaders } from './direct-request.js';
 import type { RawExchange, RawRequest } from './raw-http.js';
 import { UpstreamError } from './upstream-error.js';
 import {
@@ -103,28 +105,16 @@ export class DirectCall implements RawExchange, EventSink {
     this.cancel(new UpstreamError('the call was cancelled'));
   }
 
-  /** The request's headers as node:http takes them. */
-  private get headers(): string[] {
-    const length = String(Buffer.byteLength(this.body));
-    return this.base.concat('content-length', length, ...(this.trace ?? []));
-  }
-
   private post(): void {
     const pool = this.owner.pool;
     const head = pool === undefined ? undefined : this.owner.headOf(this.base);
     const trace = this.trace;
     if (head !== undefined && (trace === undefined || FIELD_VALUE.test(trace[1]!))) {
-      this.raw = pool!.post(
-        head +
-          `content-length: ${Buffer.byteLength(this.body)}\r\n` +
-          (trace === undefined ? '' : `traceparent: ${trace[1]}\r\n`) +
-          '\r\n',
-        this.body,
-        this,
-      );
+      this.raw = pool!.post(rawPostHead(head, this.body, trace), this.body, this);
       return;
     }
-    const req = this.owner.open('POST', this.headers) as Tagged<ClientRequest>;
+    const headers = postHeaders(this.base, this.body, trace);
+    const req = this.owner.open('POST', headers) as Tagged<ClientRequest>;
     req[CALL] = this;
     this.req = req;
     req.on('response', onPostResponse);
@@ -322,14 +312,8 @@ export class DirectCall implements RawExchange, EventSink {
 
   resume(): void {
     if (this.done) return;
-    const headers: OutgoingHttpHeaders = {};
-    for (let i = 0; i < this.headers.length; i += 2)
-      headers[this.headers[i]!] = this.headers[i + 1];
-    delete headers['content-type'];
-    delete headers['content-length'];
-    headers.accept = 'text/event-stream';
-    headers['last-event-id'] = this.events?.lastEventId;
-    const req = this.owner.open('GET', headers);
+    const post = postHeaders(this.base, this.body, this.trace);
+    const req = this.owner.open('GET', resumeHeaders(post, this.events?.lastEventId));
     this.req = req;
     this.res = undefined;
     req.on('response', (res) => {
