@@ -31,11 +31,12 @@ import {
   onStreamEnd,
   onTimer,
   resumeLater,
+  type ListenedCall,
   type Tagged,
 } from './direct-listeners.js';
 
 /** One request in flight on the direct path. */
-export class DirectCall implements RawExchange, EventSink {
+export class DirectCall implements RawExchange, EventSink, ListenedCall {
   private req: ClientRequest | undefined;
   /** The lean client's request (plain-http upstreams), when it carries this call. */
   private raw: RawRequest | undefined;

@@ -4,11 +4,26 @@
  * calls them with itself as `this`, tagged with its call under `CALL`.
  */
 import type { ClientRequest, IncomingMessage } from 'node:http';
-import type { DirectCall } from './direct-call.js';
+
+/**
+ * What the listeners call on a direct call: the part of `DirectCall` they see, named here so
+ * this module does not import direct-call.ts (which imports it).
+ */
+export interface ListenedCall {
+  onResponse(res: IncomingMessage): void;
+  onRequestError(req: ClientRequest, err: Error): void;
+  onBodyData(chunk: Buffer): void;
+  onBodyEnd(res: IncomingMessage): void;
+  lostStream(why: string): void;
+  onEvents(chunk: string): void;
+  onStreamEnd(): void;
+  timedOut(): void;
+  resume(): void;
+}
 
 export const CALL = Symbol('moonhub direct call');
-export type Tagged<T> = T & { [CALL]?: DirectCall };
-const callOf = (emitter: object): DirectCall => (emitter as Tagged<object>)[CALL]!;
+export type Tagged<T> = T & { [CALL]?: ListenedCall };
+const callOf = (emitter: object): ListenedCall => (emitter as Tagged<object>)[CALL]!;
 
 export function onPostResponse(this: ClientRequest, res: IncomingMessage): void {
   callOf(this).onResponse(res);
@@ -35,10 +50,10 @@ export function onCutOff(this: IncomingMessage): void {
   callOf(this).lostStream('the response was cut off');
 }
 
-export function onTimer(call: DirectCall): void {
+export function onTimer(call: ListenedCall): void {
   call.timedOut();
 }
 
-export function resumeLater(call: DirectCall): void {
+export function resumeLater(call: ListenedCall): void {
   call.resume();
 }
