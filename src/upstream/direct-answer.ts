@@ -99,8 +99,17 @@ export function httpError(
   );
 }
 
-// An `error` of null throws a TypeError here, as it did when this lived in direct-call.ts.
+/**
+ * The error an upstream answered with. The upstream is untrusted: its `error` may be any JSON
+ * (null, a string, a list), and reading members off null threw out of the response's listener,
+ * which ended the hub's process. Only an object's `code`, `message` and `data` are read.
+ */
 function answerError(error: unknown): ProtocolError {
+  if (typeof error !== 'object' || error === null || Array.isArray(error))
+    return ProtocolError.fromError(
+      -32603,
+      `the upstream answered with an error that is not an object: ${String(JSON.stringify(error)).slice(0, 100)}`,
+    );
   const e = error as { code?: unknown; message?: unknown; data?: unknown };
   return ProtocolError.fromError(
     typeof e.code === 'number' ? e.code : -32603,

@@ -243,6 +243,14 @@ export class DirectCall implements RawExchange, EventSink, ListenedCall {
   }
 
   private bodyEnd(statusText: string): void {
+    try {
+      this.readBody(statusText);
+    } catch (err) {
+      this.broke(err);
+    }
+  }
+
+  private readBody(statusText: string): void {
     const text =
       this.chunks !== undefined
         ? Buffer.concat(this.chunks).toString('utf8')
@@ -266,7 +274,11 @@ export class DirectCall implements RawExchange, EventSink, ListenedCall {
     const events = this.events!;
     // One event at a time is held; counted in characters (at most the bytes read).
     if (events.add(chunk) > this.owner.session.answerBytes) return this.tooLarge();
-    events.read(this);
+    try {
+      events.read(this);
+    } catch (err) {
+      this.broke(err);
+    }
   }
 
   /** One event's data (EventSink); false once the call has ended. */
@@ -282,6 +294,9 @@ export class DirectCall implements RawExchange, EventSink, ListenedCall {
     } catch {
       return; // The SDK reports such an event and reads on; so does this.
     }
+    // `null` (or any non-object) is no message: reading its members would throw out of the
+    // stream's listener and end the hub's process.
+    if (typeof msg !== 'object' || msg === null) return;
     if (msg.id === this.id && ('result' in msg || 'error' in msg))
       return this.settle(answerOutcome(msg, this.method, this.owner.session.era));
     if (msg.method === 'notifications/progress') {
@@ -349,6 +364,17 @@ export class DirectCall implements RawExchange, EventSink, ListenedCall {
   }
 
   // ---- ending -------------------------------------------------------------------------------
+
+  /**
+   * Reading the answer threw (input no check foresaw, or a bug): this call fails with that
+   * error and the hub serves on. The upstream is untrusted, and an exception leaving a socket's
+   * listener would end the hub's process.
+   */
+  private broke(err: unknown): void {
+    if (this.done) return;
+    const why = err instanceof Error ? err.message : String(err);
+    this.fail(new UpstreamError(`could not read the upstream's answer: ${why}`));
+  }
 
   timedOut(): void {
     this.cancel(

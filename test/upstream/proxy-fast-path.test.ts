@@ -210,6 +210,34 @@ describe('the answer bound', () => {
   });
 });
 
+describe('an upstream error that is not an object', () => {
+  it('fails the call clearly (null, a string, a number, a list), JSON or SSE; the hub serves on', async () => {
+    for (const mode of ['raw', 'raw-sse'] as const) {
+      fake.mode = mode;
+      for (const error of ['null', '"boom"', '7', '[1,2]']) {
+        fake.raw = `{"jsonrpc":"2.0","id":ID,"error":${error}}`;
+        for (const { result } of await both()) {
+          assert.equal(result.isError, true, `${mode} ${error}: ${JSON.stringify(result)}`);
+          assert.match(textOf(result), /upstream/, `${mode} ${error}`);
+        }
+      }
+    }
+    // An event whose data is JSON but no message (null, a number, a list) is skipped like one
+    // that is not JSON; the stream then ends without an answer.
+    fake.mode = 'raw-sse';
+    for (const data of ['null', '7', '[1]']) {
+      fake.raw = data;
+      for (const { result } of await both()) {
+        assert.equal(result.isError, true, `${data}: ${JSON.stringify(result)}`);
+        assert.match(textOf(result), /upstream/, data);
+      }
+    }
+    fake.mode = 'ok';
+    for (const { result } of await both()) assert.equal(textOf(result), 'worked');
+    assert.ok(hub.alive());
+  });
+});
+
 describe('a caller that goes away', () => {
   /** A POST whose connection the test closes before any answer (a hanging call answers none). */
   function post(headers: Record<string, string>, body: unknown): ClientRequest {
