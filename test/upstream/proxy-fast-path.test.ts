@@ -238,6 +238,40 @@ describe('an upstream error that is not an object', () => {
   });
 });
 
+describe('hostile answers, one after another', () => {
+  it('each ends its call (a result or a tool error) and the hub serves on', async () => {
+    const answers = [
+      '{"jsonrpc":"2.0","id":ID,"result":null}',
+      '{"jsonrpc":"2.0","id":ID,"result":[]}',
+      '{"jsonrpc":"2.0","id":ID,"result":{"content":null}}',
+      '{"jsonrpc":"2.0","id":ID,"result":{"content":[null]}}',
+      '{"jsonrpc":"2.0","id":ID,"result":{"content":[{"type":null}]}}',
+      '{"jsonrpc":"2.0","id":ID,"result":{"content":[],"structuredContent":null}}',
+      '{"jsonrpc":"2.0","id":ID,"result":{"content":[],"_meta":null}}',
+      '{"jsonrpc":"2.0","id":ID,"result":{"content":[],"isError":"yes"}}',
+      '{"jsonrpc":"2.0","id":ID,"error":{"code":null,"message":null,"data":null}}',
+      '{"jsonrpc":"2.0","id":ID,"error":{"code":"x","message":{"a":1}}}',
+      '{"jsonrpc":"2.0","id":ID,"result":{"content":[]},"error":null}',
+      '{"jsonrpc":"2.0","id":null,"result":{"content":[]}}',
+      '{"jsonrpc":"2.0","id":ID}',
+      '{"jsonrpc":"2.0","id":ID,"result":{"content":[{"type":"text","text":"\ud800"}]}}',
+      '[{"jsonrpc":"2.0","id":ID,"result":{"content":[]}}]',
+      '{"jsonrpc":"2.0","method":"notifications/progress","params":null}',
+    ];
+    for (const mode of ['raw', 'raw-sse'] as const) {
+      fake.mode = mode;
+      for (const raw of answers) {
+        fake.raw = raw;
+        for (const { result } of await both())
+          assert.ok(Array.isArray(result.content), `${mode} ${raw}: ${JSON.stringify(result)}`);
+      }
+    }
+    fake.mode = 'ok';
+    for (const { result } of await both()) assert.equal(textOf(result), 'worked');
+    assert.ok(hub.alive());
+  });
+});
+
 describe('a caller that goes away', () => {
   /** A POST whose connection the test closes before any answer (a hanging call answers none). */
   function post(headers: Record<string, string>, body: unknown): ClientRequest {
