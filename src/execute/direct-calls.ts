@@ -12,7 +12,7 @@ import { MessageBatch, isBundle, type MessageBundle } from '../plugins/message-b
 import { decode, encode, jsonExact } from '../plugins/wire.js';
 import type { PlainContext } from '../plugins/worker-protocol.js';
 import type { ToolResult } from '../registry/types.js';
-import { outcomeOfResult, type DirectCallRecord } from './inner-observe.js';
+import { ERROR_TEXT_MAX, outcomeOfResult, type DirectCallRecord } from './inner-observe.js';
 import type { DirectTable, FromWorker, RunDirect } from './protocol.js';
 
 interface Pending {
@@ -156,7 +156,7 @@ export class DirectCalls {
       resolve(r);
     };
     p.reject = (e) => {
-      note('error', e.message.slice(0, 300));
+      note('error', e.message.slice(0, ERROR_TEXT_MAX));
       reject(e);
     };
     p.cut = () => note('error', 'the script ended before the call answered');

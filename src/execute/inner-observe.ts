@@ -49,7 +49,7 @@ export type DirectCallRecord = [
 ];
 
 /** The longest error text a record carries (the observers cut to 300 anyway). */
-const ERROR_TEXT_MAX = 300;
+export const ERROR_TEXT_MAX = 300;
 
 /** The outcome of a settled call, and the error text an `isError` result starts with. */
 export function outcomeOfResult(result: ToolResult): [InnerOutcome, string | undefined] {
