@@ -73,6 +73,9 @@ describe('another moonhub as upstream', () => {
        mcp.tool("seen", {}, function() return seen end)\n`,
     );
     hub = await startMoonhub(['--plugins', hubDir]);
+    // A plugin's upstreams connect after the hub says it serves; the stdio child (a whole hub
+    // starting) is the slowest: its tools exist once it is imported.
+    await hub.waitForLog(/"plugin":"e".*"msg":"upstream imported"/, 0, 30_000);
     ({ client } = await connectHttpClient(hub.url, 'legacy'));
   });
 
