@@ -20,6 +20,7 @@ import {
   scopedPlugin,
   type HubDir,
 } from '../helpers/auth-hub.js';
+import { waitFor } from '../helpers/mcp-client.js';
 import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
 
 const PLUGIN = `
@@ -58,16 +59,6 @@ interface AuditLine {
 }
 
 const sha = (v: unknown) => createHash('sha256').update(JSON.stringify(v)).digest('hex');
-
-async function waitFor<T>(read: () => T | undefined, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = read();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe('execute: inner calls seen by the audit log, the metrics and the dashboard', () => {
   let hub: MoonhubProcess;
@@ -120,15 +111,13 @@ describe('execute: inner calls seen by the audit log, the metrics and the dashbo
       'limited:7',
       'Unknown tool: beta.echo',
     ]);
-    // The direct calls are written after the run's answer: wait for all five lines.
-    const lines = await waitFor(
-      () => {
-        const l = audit().slice(from);
-        return l.filter((x) => x.transport === 'execute').length >= 4 ? l : undefined;
-      },
-      5000,
-      'four inner-call audit lines',
-    );
+    // The direct calls are written just after the execute line: wait for the four inner ones.
+    const innerLines = () =>
+      audit()
+        .slice(from)
+        .filter((x) => x.transport === 'execute');
+    await waitFor(() => innerLines().length >= 4, 5000, 'four inner-call audit lines');
+    const lines = audit().slice(from);
     const outer = lines.find((l) => l.name === 'execute');
     assert.ok(outer, JSON.stringify(lines));
     assert.equal(outer.outcome, 'ok');
