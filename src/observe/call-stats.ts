@@ -55,8 +55,11 @@ export function family(name: string, help: string, type: string, values: () => V
 
 export class CallStats {
   private readonly kinds = new Map<string, CallKind>();
-  /** method -> tool -> its latest series: the hot path's lookup, no key string built. */
-  private readonly byMethod = new Map<string, Map<string, CallKind>>();
+  /** via -> method -> tool -> its latest series: the hot path's lookup, no key string built. */
+  private readonly byVia: Record<Via, Map<string, Map<string, CallKind>>> = {
+    client: new Map(),
+    execute: new Map(),
+  };
   private readonly histograms = new Map<string, Histogram>();
   private readonly inflight = new Map<string, CallKind['inflight']>();
 
@@ -113,14 +116,15 @@ export class CallStats {
 
   /** The series of a call; `plugin` follows from `tool`, unless a reload moved the tool. */
   kind(method: string, tool: string, plugin: string, via: Via = 'client'): CallKind {
-    const methodKey = via === 'client' ? method : `${method}\n${via}`;
-    let byTool = this.byMethod.get(methodKey);
+    const byMethod = this.byVia[via];
+    let byTool = byMethod.get(method);
     if (byTool === undefined) {
       byTool = new Map();
-      this.byMethod.set(methodKey, byTool);
+      byMethod.set(method, byTool);
     }
     const hit = byTool.get(tool);
     if (hit !== undefined && hit.plugin === plugin) return hit;
+    const methodKey = `${method}\n${via}`;
     const key = `${methodKey}\n${tool}\n${plugin}`;
     let k = this.kinds.get(key);
     if (k === undefined) {
