@@ -8,6 +8,7 @@
  * lookup with a closure bound to the table's `call_id`, which names the live call on the JS
  * side. A call that makes no use of them pays for one map entry and nothing else.
  */
+import { IdTable } from '../id-table.js';
 import type { MessageGate } from './plugin-limits.js';
 import { WithMetatable } from '../lua/bridge.js';
 import { LuaArgumentError } from '../lua/errors.js';
@@ -34,7 +35,8 @@ export function luaContext(ctx: CallContext): Record<string, unknown> {
 
 interface ContextState {
   metatableRef: number;
-  calls: Map<number, LiveCall>;
+  /** Not a Map: entries live a call each and hold its context (id-table.ts). */
+  calls: IdTable<LiveCall, number>;
 }
 
 const states = new WeakMap<LuaState, ContextState>();
@@ -68,7 +70,7 @@ lib.register({
 
 /** `gate` (absent: unbounded) cuts long progress/log messages and drops those past the rate. */
 export function installContext(state: LuaState, gate?: MessageGate): void {
-  const calls = new Map<number, LiveCall>();
+  const calls = new IdTable<LiveCall, number>();
   // The context's functions live in context-notices.ts (sent at once) and context-requests.ts
   // (wait for the client's answer); both find the live call through `live`.
   let metatableRef = 0;

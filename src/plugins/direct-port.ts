@@ -11,6 +11,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { failureResult } from '../registry/registry.js';
+import { attachState, lazyField } from '../registry/lazy-fields.js';
 import type { CallContext, CallPeer, ToolResult } from '../registry/types.js';
 import { MessageBatch, isBundle, type MessageBundle } from './message-batch.js';
 import type { PlainContext } from './worker-protocol.js';
@@ -67,10 +68,23 @@ export interface DirectPlugin {
   directOverran(generation: number, tool: string, limitMs: number): void;
 }
 
+/** A direct call running here: its cancellation, and what its context's lazy fields read. */
 interface Running {
   grant: number;
   controller: AbortController | undefined;
+  host: DirectHost;
+  wire: PeerWire | undefined;
+  filter: CallContext['filter'];
+  peer: CallPeer | undefined;
 }
+
+// Shared by every context (lazy-fields.ts): made only when a handler reads them.
+const FILTER_FIELD = lazyField((r: Running) => (r.filter ??= r.host.view(r.grant)));
+const PEER_FIELD = lazyField((r: Running) => {
+  if (r.peer === undefined && r.wire !== undefined) r.peer = r.host.peer(r.grant, r.wire);
+  return r.peer;
+});
+const SIGNAL_FIELD = lazyField((r: Running) => (r.controller ??= new AbortController()).signal);
 
 /** Ports being served, to refuse their calls once the plugin unloads. */
 const served = new Set<DirectLink>();
@@ -115,7 +129,14 @@ class DirectLink {
     }
     if (closedReason !== undefined)
       return this.answer({ type: 'result', id: msg.id, result: failureResult(closedReason) });
-    const running: Running = { grant: msg.grant, controller: undefined };
+    const running: Running = {
+      grant: msg.grant,
+      controller: undefined,
+      host: this.host,
+      wire: msg.peer,
+      filter: undefined,
+      peer: undefined,
+    };
     this.running.set(msg.id, running);
     this.host.call(msg.name, msg.args, this.context(msg, running)).then(
       (result) => this.done(msg.id, { type: 'result', id: msg.id, result }),
@@ -130,22 +151,12 @@ class DirectLink {
 
   /** As plugin-worker.ts's contextOf, the origin being the run's grant. */
   private context(msg: Extract<ToPlugin, { type: 'call' }>, running: Running): CallContext {
-    const { host } = this;
-    let filter: CallContext['filter'];
-    let peer: CallPeer | undefined;
-    return {
-      ...msg.ctx,
-      get filter() {
-        return (filter ??= host.view(msg.grant));
-      },
-      get peer() {
-        if (peer === undefined && msg.peer !== undefined) peer = host.peer(msg.grant, msg.peer);
-        return peer;
-      },
-      get signal() {
-        return (running.controller ??= new AbortController()).signal;
-      },
-    };
+    const ctx: CallContext = { ...msg.ctx };
+    attachState(ctx, running);
+    Object.defineProperty(ctx, 'filter', FILTER_FIELD);
+    Object.defineProperty(ctx, 'peer', PEER_FIELD);
+    Object.defineProperty(ctx, 'signal', SIGNAL_FIELD);
+    return ctx;
   }
 
   private done(id: number, msg: FromPlugin): void {

@@ -8,7 +8,7 @@ import type { Logger } from '../log.js';
 import { contextFields } from '../lua-api/botster-compat.js';
 import type { SessionViews } from '../lua-api/index.js';
 import type { Registry } from '../registry/registry.js';
-import type { CallContext, OwnerFilter } from '../registry/types.js';
+import type { CallContext, CallPeer, OwnerFilter } from '../registry/types.js';
 import { upstreamsOf } from '../upstream/manager.js';
 import type { ProxyOptions } from '../upstream/proxy.js';
 import type { FromWorker, Origin, SyncRequest } from './worker-protocol.js';
@@ -31,6 +31,37 @@ export interface AnswerSource {
   inCall<T>(id: number | undefined, fn: () => T): T;
   /** Runs a proxy's Lua callback in the worker. */
   callback(url: string, which: 'transform' | 'auth', args: unknown[]): Promise<unknown>;
+}
+
+/** A finished call's client: it can no longer be told or asked anything. */
+const ENDED_PEER: CallPeer = {
+  clientCapabilities: undefined,
+  progress: () => false,
+  log: () => undefined,
+  request: () =>
+    Promise.reject(new Error('the call this code acts for has ended: its client cannot be asked')),
+  pollLater: () => false,
+};
+
+/**
+ * What a finished call leaves to the tasks it spawned (actingFor): who called, in which view,
+ * and a client that can no longer be reached. Never the call's own context: that holds its
+ * whole request (body, channel, HTTP objects), and keeping the last calls' contexts kept every
+ * call alive past the young generation's collections (docs/performance.md, "Session 9").
+ */
+export function endedContext(ctx: CallContext): CallContext {
+  const out: CallContext = { hub_id: ctx.hub_id };
+  if (ctx.session_uuid !== undefined) out.session_uuid = ctx.session_uuid;
+  if (ctx.agent_name !== undefined) out.agent_name = ctx.agent_name;
+  if (ctx.target !== undefined) out.target = ctx.target;
+  if (ctx.principal !== undefined) out.principal = ctx.principal;
+  if (ctx.request_id !== undefined) out.request_id = ctx.request_id;
+  if (ctx.filter !== undefined) out.filter = ctx.filter;
+  // Read without calling a lazy getter (which would make the peer just to drop it).
+  const peer = Object.getOwnPropertyDescriptor(ctx, 'peer');
+  if (peer !== undefined && (peer.get !== undefined || peer.value !== undefined))
+    out.peer = ENDED_PEER;
+  return out;
 }
 
 export class HubAnswers {

@@ -18,7 +18,8 @@ import type { DirectPlugin } from './direct-port.js';
 import { HardStop } from './hard-stop.js';
 import { workerSetupOf, type IsolatedPluginOptions, type Pending } from './isolated-setup.js';
 import { ProxyCallbacks } from './proxy-callbacks.js';
-import { HubAnswers } from './hub-answers.js';
+import { IdTable } from '../id-table.js';
+import { HubAnswers, endedContext } from './hub-answers.js';
 import { SyncQuestions } from './sync-questions.js';
 import { MessageBatch, isBundle, type MessageBundle } from './message-batch.js';
 import { RegistryMirror } from './mirror.js';
@@ -41,8 +42,9 @@ export class IsolatedPlugin implements DirectPlugin {
   /** What goes to the worker, one postMessage per event-loop turn. */
   private outbox!: MessageBatch<ToWorker | string>;
   private syncPort!: MessagePort;
-  private readonly calls = new Map<number, Pending>();
-  /** Views of finished calls, for tasks that outlive them (oldest dropped first). */
+  /** Not a Map: entries live a call each and hold its request (id-table.ts). */
+  private readonly calls = new IdTable<Pending, number>();
+  /** Finished calls' callers and views, for tasks that outlive them (oldest dropped first). */
   private readonly finished = new Map<number, CallContext>();
   /** What the worker registers, held until it has loaded, then mirrored into the registry. */
   private readonly mirror: RegistryMirror;
@@ -392,7 +394,7 @@ export class IsolatedPlugin implements DirectPlugin {
   }
 
   private remember(id: number, ctx: CallContext): void {
-    this.finished.set(id, ctx);
+    this.finished.set(id, endedContext(ctx));
     if (this.finished.size > FINISHED_KEPT) {
       const oldest = this.finished.keys().next().value as number;
       this.finished.delete(oldest);

@@ -11,6 +11,7 @@ import { LuaState } from '../lua/state.js';
 import { installApi, endForgottenBatches, settleUpstreams } from '../lua-api/index.js';
 import { useUpstreams } from '../upstream/manager.js';
 import { RemoteUpstreams } from './remote-upstreams.js';
+import { attachState, lazyField } from '../registry/lazy-fields.js';
 import type { CallContext, CallPeer, ToolEntry } from '../registry/types.js';
 import { findModule } from './find-module.js';
 import { RemoteRegistry, remoteView, syncLink, type HubLink } from './remote-registry.js';
@@ -96,6 +97,28 @@ function remotePeer(
   return out;
 }
 
+/** A call running here: what its context's lazy fields are made from, and its cancellation. */
+interface WorkerCall {
+  id: number;
+  wire: PeerWire | undefined;
+  controller: AbortController | undefined;
+  filter: CallContext['filter'];
+  peer: CallPeer | undefined;
+}
+
+const FILTER_FIELD = lazyField((c: WorkerCall) => (c.filter ??= remoteView({ call: c.id })));
+const PEER_FIELD = lazyField((c: WorkerCall) => {
+  if (c.peer === undefined && c.wire !== undefined) c.peer = remotePeer(c.id, c.wire);
+  return c.peer;
+});
+const SIGNAL_FIELD = lazyField((c: WorkerCall) => {
+  if (!c.controller) {
+    c.controller = new AbortController();
+    post({ type: 'watch', id: c.id });
+  }
+  return c.controller.signal;
+});
+
 /** The callers' contexts the hub defined (context-table.ts), by id: calls name theirs. */
 const contexts = new Map<number, { ctx: PlainContext; peer?: PeerWire }>();
 
@@ -119,16 +142,17 @@ function contextOf(msg: Extract<ToWorker, { type: 'invoke' }>): CallContext {
     requestId = base.request_id;
     uri = base.uri;
   }
-  const call = { controller: undefined as AbortController | undefined };
+  const call: WorkerCall = {
+    id: msg.id,
+    wire,
+    controller: undefined,
+    filter: undefined,
+    peer: undefined,
+  };
   running.set(msg.id, call);
-  const id = msg.id;
-  // The view and the peer (closures each) are made only when read: a handler that neither
-  // calls back nor talks to its client (the common case) makes neither.
-  let filter: CallContext['filter'];
-  let peer: CallPeer | undefined;
-  // One literal of fixed shape (an absent field is an own undefined): no spread of the caller's
-  // context per call, and no defineProperty (which made it a slow dictionary object); own
-  // getters, still enumerable, as spreads expect.
+  // One literal of fixed shape (an absent field is an own undefined), no spread of the caller's
+  // context per call. The view, the peer and the signal are own enumerable getters shared by
+  // every context (lazy-fields.ts): made only when read, as spreads expect.
   const ctx: CallContext = {
     hub_id: base.hub_id,
     session_uuid: base.session_uuid,
@@ -139,21 +163,11 @@ function contextOf(msg: Extract<ToWorker, { type: 'invoke' }>): CallContext {
     request_id: requestId,
     uri,
     fields: base.fields,
-    get filter() {
-      return (filter ??= remoteView({ call: id }));
-    },
-    get peer() {
-      if (peer === undefined && wire !== undefined) peer = remotePeer(id, wire);
-      return peer;
-    },
-    get signal() {
-      if (!call.controller) {
-        call.controller = new AbortController();
-        post({ type: 'watch', id: msg.id });
-      }
-      return call.controller.signal;
-    },
   };
+  attachState(ctx, call);
+  Object.defineProperty(ctx, 'filter', FILTER_FIELD);
+  Object.defineProperty(ctx, 'peer', PEER_FIELD);
+  Object.defineProperty(ctx, 'signal', SIGNAL_FIELD);
   return ctx;
 }
 

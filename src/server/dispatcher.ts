@@ -15,6 +15,7 @@ import {
   type WireErrorName,
 } from '../errors.js';
 import { RegistryError } from '../registry/errors.js';
+import { attachState, lazyField } from '../registry/lazy-fields.js';
 import { rawJsonOf } from '../registry/raw-json.js';
 import type { Registry } from '../registry/registry.js';
 import type { CallContext, OwnerFilter } from '../registry/types.js';
@@ -45,6 +46,25 @@ import { resolveLimits, type LimitOptions } from './session-limits.js';
 
 export { newSessionState, type RequestScope, type SessionState } from './session.js';
 export { LazyAbort, type Abortable } from './abort.js';
+
+/** What a context's lazy fields are made from. */
+interface PeerState {
+  call: Call;
+  flow: FlowLimits;
+  peer: RequestPeer | undefined;
+}
+
+const SIGNAL_FIELD = lazyField((s: PeerState) => s.call.channel!.signal);
+const PEER_FIELD = lazyField(
+  (s: PeerState) =>
+    (s.peer ??= new RequestPeer(
+      s.call.scope,
+      s.call.params,
+      s.call.channel,
+      s.call.method,
+      s.flow,
+    )),
+);
 
 export interface DispatcherOptions extends LimitOptions {
   /** Items per page of the list methods (default 100). */
@@ -169,34 +189,17 @@ class Dispatcher implements McpDispatcher {
 
   /** The handler's CallContext: who calls, its view, its signal and its way back to the client. */
   private contextOf(call: Call): CallContext {
-    // Own getters (not prototype ones) so `{ ...ctx }` copies them too; the peer is made only
-    // when a handler talks back to its client.
-    const { scope, channel, id, params, method } = call;
-    const hubId = this.registry.hubId;
-    const flow = this.flow;
-    let peer: RequestPeer | undefined;
-    const ctx: CallContext =
-      channel === undefined
-        ? {
-            hub_id: hubId,
-            request_id: id,
-            get peer() {
-              return (peer ??= new RequestPeer(scope, params, channel, method, flow));
-            },
-          }
-        : {
-            hub_id: hubId,
-            request_id: id,
-            get signal() {
-              return channel.signal;
-            },
-            get peer() {
-              return (peer ??= new RequestPeer(scope, params, channel, method, flow));
-            },
-          };
+    const channel = call.channel;
+    const ctx: CallContext = { hub_id: this.registry.hubId, request_id: call.id };
+    // The signal and the peer are own getters shared by every context (lazy-fields.ts): made only
+    // when a handler reads them, and copied by `{ ...ctx }`.
+    attachState<CallContext, PeerState>(ctx, { call, flow: this.flow, peer: undefined });
+    if (channel !== undefined) Object.defineProperty(ctx, 'signal', SIGNAL_FIELD);
+    Object.defineProperty(ctx, 'peer', PEER_FIELD);
     // Not enumerable: a copy that sets a signal of its own (`{ ...ctx, signal }`) must not keep
     // watching this one.
     if (channel !== undefined) Object.defineProperty(ctx, 'abortWatch', { value: channel });
+    const scope = call.scope;
     const session = scope.session;
     if (session?.id !== undefined) ctx.session_uuid = session.id;
     const principal = scope.principal ?? session?.principal;

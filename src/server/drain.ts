@@ -7,6 +7,7 @@
 import { localError, wireError } from '../errors.js';
 import type { RequestChannel } from './channel.js';
 import type { McpDispatcher } from './dispatcher.js';
+import { IdTable } from '../id-table.js';
 import { serializeWireError, type JsonRpcId } from './jsonrpc.js';
 
 interface Pending {
@@ -24,7 +25,9 @@ export interface DrainOutcome {
 }
 
 export class Drain {
-  private readonly pending = new Set<Pending>();
+  /** Not a Set: entries live a request each and hold it (id-table.ts). */
+  private readonly pending = new IdTable<Pending, number>();
+  private nextId = 0;
   private idle: (() => void) | undefined;
   private started = 0;
   private draining = false;
@@ -53,12 +56,12 @@ export class Drain {
         const answer = (json: string) => {
           if (done) return;
           done = true;
-          this.pending.delete(entry);
+          this.pending.delete(key);
           resolve(json);
           if (this.pending.size === 0) this.idle?.();
         };
-        const entry: Pending = { id: msg.id, channel, cut: answer };
-        this.pending.add(entry);
+        const key = this.nextId++;
+        this.pending.set(key, { id: msg.id, channel, cut: answer });
         inner.handleRequest(msg, scope, channel).then(answer);
       });
     };
@@ -73,7 +76,7 @@ export class Drain {
     this.draining = true;
     this.started = this.pending.size;
     // Their answers say `Connection: close`, so no client reuses a connection about to close.
-    for (const p of this.pending) p.channel?.lastOnConnection();
+    for (const p of this.pending.values()) p.channel?.lastOnConnection();
   }
 
   /**
@@ -91,7 +94,7 @@ export class Drain {
       clearTimeout(timer);
       this.idle = undefined;
     }
-    const late = [...this.pending];
+    const late = [...this.pending.values()];
     for (const p of late) {
       p.cut(serializeWireError(p.id, wireError('drain_deadline', { ms: deadlineMs })));
       p.channel?.abort(localError('shutdown'));

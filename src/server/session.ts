@@ -7,6 +7,7 @@
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { WireError } from '../errors.js';
+import { IdTable } from '../id-table.js';
 import type { JsonRpcId } from './jsonrpc.js';
 import type { ResumableStreams, StreamMirror } from './resumable.js';
 import type { SseStream } from './sse.js';
@@ -30,8 +31,11 @@ export interface SessionState {
   clientCapabilities: Record<string, unknown> | undefined;
   /** Who the session acts for; feeds `DispatcherOptions.filterFor`. */
   principal: string | undefined;
-  /** Requests still running, so `notifications/cancelled` can abort them. */
-  readonly inflight: Map<JsonRpcId, Abortable>;
+  /**
+   * Requests still running, so `notifications/cancelled` can abort them. Not a Map: entries
+   * live a request each and hold it (id-table.ts).
+   */
+  readonly inflight: IdTable<Abortable, JsonRpcId>;
   /** Requests this server sent the client (sampling, elicitation), made at the first one. */
   outgoing?: Map<JsonRpcId, OutgoingRequest>;
   /** Resource URIs the client subscribed to, made at the first subscription. */
@@ -68,7 +72,7 @@ export function newSessionState(
     clientInfo: undefined,
     clientCapabilities: undefined,
     principal: undefined,
-    inflight: new Map(),
+    inflight: new IdTable(),
   };
 }
 
