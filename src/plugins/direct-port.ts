@@ -11,6 +11,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { failureResult } from '../registry/registry.js';
+import { IdTable } from '../id-table.js';
 import { attachState, lazyField } from '../registry/lazy-fields.js';
 import type { CallContext, CallPeer, ToolResult } from '../registry/types.js';
 import { MessageBatch, isBundle, type MessageBundle } from './message-batch.js';
@@ -91,7 +92,7 @@ const served = new Set<DirectLink>();
 let closedReason: string | undefined;
 
 class DirectLink {
-  readonly running = new Map<number, Running>();
+  readonly running = new IdTable<Running, number>();
   private readonly out: MessageBatch<FromPlugin | string>;
   private drained: (() => void) | undefined;
 

@@ -12,6 +12,7 @@ import { installApi, endForgottenBatches, settleUpstreams } from '../lua-api/ind
 import { useUpstreams } from '../upstream/manager.js';
 import { RemoteUpstreams } from './remote-upstreams.js';
 import { attachState, lazyField } from '../registry/lazy-fields.js';
+import { IdTable } from '../id-table.js';
 import type { CallContext, CallPeer, ToolEntry } from '../registry/types.js';
 import { findModule } from './find-module.js';
 import { RemoteRegistry, remoteView, syncLink, type HubLink } from './remote-registry.js';
@@ -56,7 +57,7 @@ const log = createLogger(setup.logLevel).child({ plugin: owner });
 const asked = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
 let nextAsk = 1;
 /** Calls from the hub running here: their cancellation, made when the code first waits. */
-const running = new Map<number, { controller: AbortController | undefined }>();
+const running = new IdTable<{ controller: AbortController | undefined }, number>();
 
 const link: HubLink = {
   post,

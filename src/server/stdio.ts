@@ -5,6 +5,7 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import { localError, wireError, type WireError } from '../errors.js';
+import { IdTable } from '../id-table.js';
 import type { Registry } from '../registry/registry.js';
 import type { EntryKind } from '../registry/types.js';
 import { RequestChannel } from './channel.js';
@@ -130,7 +131,8 @@ class StdioTransport implements StdioServer, InboundFacts {
   private readonly listens: Listens;
   private readonly lines: LineReader;
   private readonly removers: (() => void)[] = [];
-  private readonly modernInflight = new Map<JsonRpcId, RequestChannel>();
+  /** Not a Map: entries live a request each and hold it (id-table.ts). */
+  private readonly modernInflight = new IdTable<RequestChannel, JsonRpcId>();
   private readonly output: LineOutput;
   private open = true;
   private resolveClosed!: () => void;

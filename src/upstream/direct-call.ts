@@ -36,7 +36,11 @@ import {
 } from './direct-listeners.js';
 
 /** One request in flight on the direct path. */
+/** Keys of calls in flight (their owner's `live` table). */
+let nextKey = 1;
+
 export class DirectCall implements RawExchange, EventSink, ListenedCall {
+  private readonly key = nextKey++;
   private req: ClientRequest | undefined;
   /** The lean client's request (plain-http upstreams), when it carries this call. */
   private raw: RawRequest | undefined;
@@ -92,7 +96,7 @@ export class DirectCall implements RawExchange, EventSink, ListenedCall {
       }
     }
     this.timer = setTimeout(onTimer, Math.min(this.opts.idleMs, this.opts.totalMs), this);
-    this.owner.live.add(this);
+    this.owner.live.set(this.key, this);
     this.post();
   }
 
@@ -424,7 +428,7 @@ export class DirectCall implements RawExchange, EventSink, ListenedCall {
 
   private cleanup(): void {
     this.done = true;
-    this.owner.live.delete(this);
+    this.owner.live.delete(this.key);
     if (this.timer !== undefined) clearTimeout(this.timer);
     if (this.watching !== undefined) this.watching.unwatch(this);
     else this.signal?.removeEventListener('abort', this);

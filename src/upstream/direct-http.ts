@@ -17,6 +17,7 @@ import {
   CLIENT_INFO_META_KEY,
   PROTOCOL_VERSION_META_KEY,
 } from '@modelcontextprotocol/client';
+import { IdTable } from '../id-table.js';
 import { DirectCall } from './direct-call.js';
 import type { CallOwner, DirectOptions, DirectSession, INPUT_REQUIRED } from './direct-types.js';
 import {
@@ -57,7 +58,8 @@ export class DirectHttp implements CallOwner {
   private readonly modernHeaders = new Map<string, string[]>();
   private readonly base: string[];
   /** Calls in flight, failed together when the connection is lost. */
-  readonly live = new Set<DirectCall>();
+  /** Calls in flight, by DirectCall.key. Not a Set: entries live a call each (id-table.ts). */
+  readonly live = new IdTable<DirectCall, number>();
   /** The `_meta` envelope after the progress token, as JSON without its opening brace. */
   private readonly metaTail: string;
   /** Plain-http upstreams: the lean client's sockets (raw-http.ts); else node:http for all. */
@@ -175,7 +177,7 @@ export class DirectHttp implements CallOwner {
   }
 
   abortAll(reason: Error): void {
-    for (const call of this.live) call.abort(reason);
+    for (const call of [...this.live.values()]) call.abort(reason);
   }
 
   /** Opens one HTTP request to the upstream; the caller wires its events. */
