@@ -1,7 +1,8 @@
 /**
- * `node dist/bench/gc-survival.js [modern|legacy|proxied] [config.yaml] [seconds]`: what of each
+ * `node dist/bench/gc-survival.js [modern|legacy|proxied|execute] [config.yaml] [seconds]`: what of each
  * Lua echo call outlives it (`proxied`: the second hub of the `hub-proxied` row, which imports the
- * first one's echo with `mcp.proxy`; the figures are the second hub's). Starts a hub with `--trace-gc-nvp`, loads it with wrk (50 connections, 2 s of
+ * first one's echo with `mcp.proxy`; the figures are the second hub's; `execute`: the `execute`
+ * row's three-call script on one connection). Starts a hub with `--trace-gc-nvp`, loads it with wrk (50 connections, 2 s of
  * warm-up, then `seconds`, default 4) and sums the young-generation collections of each thread
  * (V8 isolate): bytes allocated, surviving a scavenge and promoted per call, and the time spent
  * in scavenges and mark-compacts. A healthy hub keeps well under 1 KB per call; a few KB means
@@ -10,9 +11,9 @@
  */
 import { join } from 'node:path';
 import { ROOT, startHub, type Proc } from './lib/proc.js';
-import { echoCall, openSession, type Era } from './lib/rpc.js';
+import { echoCall, openSession, spec as requestSpec, type Era } from './lib/rpc.js';
 import { runWrk } from './lib/wrk.js';
-import { startProxyHub } from './scenarios/throughput.js';
+import { EXECUTE_SCRIPT, startProxyHub } from './scenarios/throughput.js';
 
 interface Isolate {
   scavenges: number;
@@ -83,10 +84,17 @@ async function main(): Promise<void> {
     let trace = '';
     hub.child.stdout!.on('data', (d: Buffer) => (trace += d.toString()));
     const session = era === 'legacy' ? await openSession(hub.url) : undefined;
-    const spec = echoCall(hub.url, era, session, proxied ? 'up.echo' : 'echo');
-    await runWrk(spec, { connections: 50, seconds: proxied ? 6 : 2 });
+    const execute = eraArg === 'execute';
+    const spec = execute
+      ? requestSpec(hub.url, 'modern', 'tools/call', {
+          name: 'execute',
+          arguments: { code: EXECUTE_SCRIPT },
+        })
+      : echoCall(hub.url, era, session, proxied ? 'up.echo' : 'echo');
+    const connections = execute ? 1 : 50;
+    await runWrk(spec, { connections, seconds: proxied ? 6 : 2 });
     trace = '';
-    const s = await runWrk(spec, { connections: 50, seconds });
+    const s = await runWrk(spec, { connections, seconds });
     console.log(`${eraArg ?? era}: ${Math.round(s.rps)} req/s, ${s.requests} calls`);
     for (const [isolate, a] of summarise(trace)) {
       const per = (b: number) => `${Math.round(b / s.requests)} B`;
