@@ -1,5 +1,6 @@
 /**
- * `node dist/bench/gc-survival.js [modern|legacy|proxied|execute] [config.yaml] [seconds]`: what of each
+ * `node dist/bench/gc-survival.js [modern|legacy|proxied|execute] [--config=F] [--seconds=N]
+ * [--max-promoted=BYTES]`: what of each
  * Lua echo call outlives it (`proxied`: the second hub of the `hub-proxied` row, which imports the
  * first one's echo with `mcp.proxy`; the figures are the second hub's; `execute`: the `execute`
  * row's three-call script on one connection). Starts a hub with `--trace-gc-nvp`, loads it with wrk (50 connections, 2 s of
@@ -7,7 +8,8 @@
  * (V8 isolate): bytes allocated, surviving a scavenge and promoted per call, and the time spent
  * in scavenges and mark-compacts. A healthy hub keeps well under 1 KB per call; a few KB means
  * something holds finished requests (docs/performance.md, "Session 9"). Run it a few times: the
- * failure it found came and went from run to run.
+ * failure it found came and went from run to run. With `--max-promoted`, it exits 1 when a
+ * thread promotes more than that per call (CI runs it on the Lua echo, both eras).
  */
 import { join } from 'node:path';
 import { ROOT, startHub, type Proc } from './lib/proc.js';
@@ -61,7 +63,13 @@ function summarise(trace: string): Map<string, Isolate> {
 }
 
 async function main(): Promise<void> {
-  const [eraArg, config, secondsArg] = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  const option = (name: string) =>
+    args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const eraArg = args.find((a) => !a.startsWith('--'));
+  const config = option('config');
+  const secondsArg = option('seconds');
+  const maxPromoted = option('max-promoted');
   const proxied = eraArg === 'proxied';
   const era: Era = eraArg === 'legacy' ? 'legacy' : 'modern';
   const seconds = Number(secondsArg ?? 4);
@@ -96,12 +104,20 @@ async function main(): Promise<void> {
     trace = '';
     const s = await runWrk(spec, { connections, seconds });
     console.log(`${eraArg ?? era}: ${Math.round(s.rps)} req/s, ${s.requests} calls`);
+    let worst = 0;
     for (const [isolate, a] of summarise(trace)) {
+      worst = Math.max(worst, a.promoted / s.requests);
       const per = (b: number) => `${Math.round(b / s.requests)} B`;
       console.log(
         `  ${isolate}: allocated ${per(a.allocated)}, survived ${per(a.survived)}, promoted ${per(a.promoted)} per call; ` +
           `${a.scavenges} scavenges ${Math.round(a.scavengeMs)} ms, ${a.markCompacts} mark-compacts ${Math.round(a.markCompactMs)} ms`,
       );
+    }
+    if (maxPromoted !== undefined && worst > Number(maxPromoted)) {
+      console.error(
+        `gc-survival: a thread promoted ${Math.round(worst)} B per call (bound ${maxPromoted} B): something keeps finished calls alive (docs/performance.md, "Session 9")`,
+      );
+      process.exitCode = 1;
     }
   } finally {
     for (const p of procs) p.child.kill('SIGKILL');
