@@ -62,7 +62,7 @@ export class IsolatedPlugin implements DirectPlugin {
   /** One timer for the hard stops of all the calls in flight (hard-stop.ts). */
   private readonly hardStop = new HardStop(() => this.sweep());
   /** Execute runs' contexts by grant id (negative): direct calls act for them (direct-port.ts). */
-  private readonly grants = new Map<number, CallContext>();
+  private readonly grants = new IdTable<CallContext, number>();
   private nextGrant = -1;
   /** The JSON text of the value of the result message being handled, when it has one. */
   private text: string | undefined;
