@@ -11,6 +11,7 @@ import type { Registry } from '../registry/registry.js';
 import type { CallContext, CallPeer, OwnerFilter } from '../registry/types.js';
 import { upstreamsOf } from '../upstream/manager.js';
 import type { ProxyOptions } from '../upstream/proxy.js';
+import { callerPart } from './remote-registry.js';
 import type { FromWorker, Origin, SyncRequest } from './worker-protocol.js';
 
 export interface AnswerSource {
@@ -50,11 +51,7 @@ const ENDED_PEER: CallPeer = {
  * call alive past the young generation's collections (docs/performance.md, "Session 9").
  */
 export function endedContext(ctx: CallContext): CallContext {
-  const out: CallContext = { hub_id: ctx.hub_id };
-  if (ctx.session_uuid !== undefined) out.session_uuid = ctx.session_uuid;
-  if (ctx.agent_name !== undefined) out.agent_name = ctx.agent_name;
-  if (ctx.target !== undefined) out.target = ctx.target;
-  if (ctx.principal !== undefined) out.principal = ctx.principal;
+  const out: CallContext = callerPart(ctx);
   if (ctx.request_id !== undefined) out.request_id = ctx.request_id;
   if (ctx.filter !== undefined) out.filter = ctx.filter;
   // Read without calling a lazy getter (which would make the peer just to drop it).
