@@ -6,9 +6,39 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import AjvDraft7 from 'ajv';
 import type { ErrorObject, ValidateFunction } from 'ajv';
+import { setFlagsFromString } from 'node:v8';
 import { RegistryError } from './errors.js';
 
-const options = { strict: false, allErrors: false, validateFormats: false } as const;
+// A schema's `pattern` runs on a client's string on the hub's thread: V8's backtracking engine
+// would let `^(a+)+$` freeze it for seconds on 27 characters. The `l` flag (V8's linear-time
+// engine, process-wide flag, read when a RegExp is made) matches in linear time or refuses.
+setFlagsFromString('--enable-experimental-regexp-engine');
+/** V8's linear-time flag (a name, since linters know only the standard flags). */
+const LINEAR: string = 'l';
+
+/**
+ * `pattern`/`patternProperties` as linear-time RegExps. A pattern the linear engine cannot run
+ * (backreferences, lookaround) or that needs the `u` flag's syntax (`\p{..}`, `\u{..}`, astral
+ * characters: without `u` they would mean something else) makes the schema invalid.
+ */
+function linearRegExp(pattern: string, u: string): RegExp {
+  new RegExp(pattern, u); // the pattern's syntax as JSON Schema reads it (ECMA-262, unicode)
+  if (/\\[pP]\{|\\u\{|[\uD800-\uDFFF]/.test(pattern))
+    throw new Error(`pattern /${pattern}/ needs the u flag, which the linear-time matcher lacks`);
+  try {
+    return new RegExp(pattern, LINEAR);
+  } catch {
+    throw new Error(`pattern /${pattern}/ cannot be matched in linear time`);
+  }
+}
+linearRegExp.code = 'linearRegExp';
+
+const options = {
+  strict: false,
+  allErrors: false,
+  validateFormats: false,
+  code: { regExp: linearRegExp },
+} as const;
 let ajv2020: Ajv2020 | undefined;
 let ajv7: InstanceType<typeof AjvDraft7.default> | undefined;
 

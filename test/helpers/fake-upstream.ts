@@ -48,6 +48,8 @@ export interface FakeUpstream {
   connections: number;
   /** Requests that arrived while an earlier one on their connection was unanswered (pipelined). */
   pipelined: number;
+  /** Extra tools that tools/list lists after `work` (a hostile upstream's definitions). */
+  extraTools?: unknown[];
   /** Mode 'result': the tools/call result. */
   result?: unknown;
   /** Modes 'raw' and 'raw-sse': the answer's text, `ID` standing for the request's id. */
@@ -136,7 +138,10 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
           });
         case 'tools/list':
           return reply({
-            tools: [{ name: 'work', description: 'does work', inputSchema: { type: 'object' } }],
+            tools: [
+              { name: 'work', description: 'does work', inputSchema: { type: 'object' } },
+              ...(fake.extraTools ?? []),
+            ],
           });
         case 'tools/call':
           fake.calls.push(msg.params ?? {});

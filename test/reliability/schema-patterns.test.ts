@@ -1,0 +1,96 @@
+/**
+ * A tool's input schema may carry `pattern`, which the hub runs on a client's argument on its
+ * own thread before the handler. A plugin author or a hostile upstream choosing `^(a+)+$` froze
+ * the hub for seconds on 28 characters (every client waited); patterns now run on V8's
+ * linear-time engine, and one it cannot run is refused when the tool is registered, saying why.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Client } from '@modelcontextprotocol/client';
+import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
+import { connectHttpClient } from '../helpers/mcp-client.js';
+import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
+import { call, scratch, type Scratch } from './helpers.js';
+
+const EVIL = { type: 'string', pattern: '^(a+)+$' };
+const ATTACK = `${'a'.repeat(28)}!`;
+
+let fake: FakeUpstream;
+let hub: MoonhubProcess;
+let dir: Scratch;
+let client: Client;
+
+before(async () => {
+  fake = await startFakeUpstream();
+  fake.extraTools = [
+    { name: 'evil', inputSchema: { type: 'object', properties: { q: EVIL } } },
+    {
+      name: 'backref',
+      inputSchema: { type: 'object', properties: { q: { type: 'string', pattern: '(a)\\1' } } },
+    },
+  ];
+  dir = scratch('moonhub-patterns-');
+  dir.write(
+    'plugins/p.lua',
+    `mcp.tool("evil", { input_schema = { type = "object", properties = {
+       q = { type = "string", pattern = "^(a+)+$" } } } }, function(p) return "ran" end)
+     local ok, err = pcall(mcp.tool, "lookbehind", { input_schema = { type = "object",
+       properties = { q = { type = "string", pattern = "(?<=x)y" } } } }, function() end)
+     mcp.tool("why", {}, function() return tostring(err) end)
+     mcp.proxy("${fake.url}", { prefix = "up." })
+    `,
+  );
+  const config = dir.write('moonhub.yaml', 'plugins: { dirs: [plugins] }\n');
+  hub = await startMoonhub(['--config', config, '--no-watch']);
+  await hub.waitForLog(/upstream imported/, 0, 15_000);
+  ({ client } = await connectHttpClient(hub.url, 'modern'));
+});
+
+after(async () => {
+  await client?.close();
+  await hub?.stop();
+  await fake?.close();
+  dir?.remove();
+});
+
+/** The hub's health route answered while `work` ran: the longest wait, in ms. */
+async function longestHealthWait(work: Promise<unknown>): Promise<number> {
+  const health = hub.url.replace(/\/mcp$/, '/healthz');
+  let done = false;
+  let longest = 0;
+  void work.finally(() => (done = true));
+  while (!done) {
+    const t0 = performance.now();
+    await fetch(health);
+    longest = Math.max(longest, performance.now() - t0);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return longest;
+}
+
+describe('input schema patterns', () => {
+  for (const tool of ['evil', 'up.evil']) {
+    it(`a backtracking pattern (${tool}) is matched in linear time`, async () => {
+      const t0 = performance.now();
+      const attack = call(client, tool, { q: ATTACK });
+      const longest = await longestHealthWait(attack);
+      const r = await attack;
+      const took = performance.now() - t0;
+      assert.equal(r.isError, true);
+      assert.match(r.text, /must match pattern/);
+      assert.ok(took < 1000, `the call took ${Math.round(took)} ms`);
+      assert.ok(longest < 500, `the hub's thread stalled ${Math.round(longest)} ms`);
+      assert.deepEqual(await call(client, tool, { q: 'aaa' }), {
+        isError: false,
+        text: tool === 'evil' ? 'ran' : 'worked',
+      });
+    });
+  }
+
+  it('a pattern the linear engine cannot run is refused at registration, naming it', async () => {
+    assert.match((await call(client, 'why')).text, /pattern \/\(\?<=x\)y\/ cannot be matched/);
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    assert.ok(names.includes('up.work') && !names.includes('up.backref'), names.join());
+    assert.match(hub.log(), /up\.backref[^\n]*cannot be matched in linear time/);
+  });
+});
