@@ -39,8 +39,20 @@ const options = {
   validateFormats: false,
   code: { regExp: linearRegExp },
 } as const;
-let ajv2020: Ajv2020 | undefined;
-let ajv7: InstanceType<typeof AjvDraft7.default> | undefined;
+type Compiler = { compile(schema: object): ValidateFunction };
+let ajv2020: Compiler | undefined;
+let ajv7: Compiler | undefined;
+/**
+ * An ajv instance keeps every schema it compiled (its cache and its code scope hold them), so
+ * a plugin re-registering tools, or an upstream re-listed on every list_changed, grew the hub's
+ * heap without end. Instances are replaced after this many compiles (the validators they made
+ * keep working), and a definition seen before is not compiled again.
+ */
+const COMPILES_PER_INSTANCE = 500;
+let compiles = 0;
+/** Compiled validators by schema text (which names the dialect), newest last. */
+const compiled = new Map<string, ValidateFunction>();
+const COMPILED_KEPT = 1024;
 
 export type ArgumentValidator = (args: unknown) => string | undefined;
 
@@ -48,18 +60,7 @@ export type ArgumentValidator = (args: unknown) => string | undefined;
 export function compileValidator(schema: Record<string, unknown>, what: string): ArgumentValidator {
   let validate: ValidateFunction;
   try {
-    const dialect = typeof schema.$schema === 'string' ? schema.$schema : '';
-    if (
-      dialect.includes('draft-07') ||
-      dialect.includes('draft-06') ||
-      dialect.includes('draft-04')
-    ) {
-      ajv7 ??= new AjvDraft7.default(options);
-      validate = ajv7.compile(stripId(schema));
-    } else {
-      ajv2020 ??= new Ajv2020(options);
-      validate = ajv2020.compile(stripId(schema));
-    }
+    validate = validatorOf(schema);
   } catch (err) {
     throw new RegistryError(
       'invalid_definition',
@@ -67,6 +68,29 @@ export function compileValidator(schema: Record<string, unknown>, what: string):
     );
   }
   return (args) => (validate(args) ? undefined : describe(validate.errors ?? []));
+}
+
+function validatorOf(schema: Record<string, unknown>): ValidateFunction {
+  const key = JSON.stringify(schema);
+  const seen = compiled.get(key);
+  if (seen) {
+    compiled.delete(key);
+    compiled.set(key, seen);
+    return seen;
+  }
+  if (++compiles > COMPILES_PER_INSTANCE) {
+    compiles = 1;
+    ajv2020 = ajv7 = undefined;
+  }
+  const dialect = typeof schema.$schema === 'string' ? schema.$schema : '';
+  const ajv =
+    dialect.includes('draft-07') || dialect.includes('draft-06') || dialect.includes('draft-04')
+      ? (ajv7 ??= new AjvDraft7.default(options))
+      : (ajv2020 ??= new Ajv2020(options));
+  const validate = ajv.compile(stripId(schema));
+  compiled.set(key, validate);
+  if (compiled.size > COMPILED_KEPT) compiled.delete(compiled.keys().next().value!);
+  return validate;
 }
 
 // Two tools may share an `$id`; ajv would refuse the second compile, so ids are not registered.
