@@ -106,6 +106,7 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
     maxUpstreams: limits.upstreams,
     answerBytes: limits.upstreamAnswerBytes,
     pipelineDepth: limits.upstreamPipeline,
+    maxEntries: limits.registrations,
   });
   installChilkat(state, { root: opts.root });
 }

@@ -10,6 +10,7 @@ import type { ProxyOptions } from '../upstream/proxy.js';
 export interface ProxyLimits {
   answerBytes?: number;
   pipelineDepth?: number;
+  maxEntries?: number;
 }
 
 /** ProxyOptions from the Lua options table `given` (the callbacks left unset). */
@@ -37,6 +38,7 @@ export function proxyOptionsFrom(
     forwardContext: forward !== false,
     answerBytes: limits.answerBytes,
     pipelineDepth: limits.pipelineDepth,
+    maxEntries: limits.maxEntries,
   };
   const oauth = oauthOptions(given.oauth);
   if (oauth !== undefined) proxyOpts.oauth = oauth;

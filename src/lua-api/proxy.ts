@@ -25,6 +25,8 @@ export interface ProxyBindingOptions {
   answerBytes?: number;
   /** Requests written together on one upstream socket (plugin_limits.upstream_pipeline). */
   pipelineDepth?: number;
+  /** Tools, prompts and resources imported per upstream (plugin_limits.registrations). */
+  maxEntries?: number;
 }
 
 /** Longest a `mcp.proxy` call waits for the first import before returning `false, err`. */

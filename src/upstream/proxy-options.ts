@@ -31,6 +31,11 @@ export interface ProxyOptions {
   answerBytes?: number;
   /** Requests written together on one socket (plugin_limits.upstream_pipeline; default 8). */
   pipelineDepth?: number;
+  /**
+   * Tools, prompts and resources (each kind) imported from the upstream; the rest are skipped
+   * (plugin_limits.registrations; default 10000).
+   */
+  maxEntries?: number;
 }
 
 export interface ProxyStatus {

@@ -172,3 +172,24 @@ export function importedTool(
   }
   return shown;
 }
+
+/** What a registered tool is made of; an import that finds the same key registers nothing. */
+export function definitionKey(info: ToolInfo, upstreamName: string, timeoutMs?: number): string {
+  return canonical({ info, upstreamName, timeoutMs: timeoutMs ?? null });
+}
+
+/** Tools, prompts or resources an upstream lists past this many are skipped (ProxyOptions). */
+export const DEFAULT_MAX_ENTRIES = 10_000;
+
+/**
+ * The first `max` of an upstream's list, warning once per import when it was longer: an
+ * upstream listing 100,000 tools would otherwise cost the hub's thread and heap for each.
+ */
+export function capped<T>(items: T[], max: number, kind: string, logger: Logger): T[] {
+  if (items.length <= max) return items;
+  logger.warn(
+    { kind, listed: items.length, imported: max },
+    `upstream lists more ${kind} than plugin_limits.registrations; the rest are skipped`,
+  );
+  return items.slice(0, max);
+}

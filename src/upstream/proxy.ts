@@ -23,7 +23,10 @@ import { botsterMeta } from './botster-meta.js';
 import { failureResult } from '../registry/registry.js';
 import { upstreamCallHookOf } from './call-hook.js';
 import {
+  capped,
   checkStructured,
+  DEFAULT_MAX_ENTRIES,
+  definitionKey,
   importedTool,
   toolResult,
   type ImportedTool,
@@ -62,6 +65,8 @@ export class UpstreamProxy {
   private readonly logger: Logger;
   private readonly relay: UpstreamRelay;
   private tools = new Map<string, ImportedTool>();
+  /** Each registered tool's definitionKey: a re-import registers (and compiles) only changes. */
+  private registered = new Map<string, string>();
   private prompts = new Set<string>();
   private resources = new Set<string>();
   private importing: Promise<void> | undefined;
@@ -180,14 +185,16 @@ export class UpstreamProxy {
       ? (await list((c, o) => c.listResourceTemplates(undefined, o))).resourceTemplates
       : [];
     if (this.closed) return;
+    const max = this.opts.maxEntries ?? DEFAULT_MAX_ENTRIES;
+    const cap = <T>(items: T[], kind: string) => capped(items, max, kind, this.logger);
     const prefix = this.opts.prefix ?? '';
     const registry = this.registry;
     // One batch: clients see one list change for the whole import.
     registry.beginBatch();
     try {
-      this.importTools(tools, prefix);
-      this.importPrompts(prompts, prefix);
-      this.importResources(resources, templates);
+      this.importTools(cap(tools, 'tools'), prefix);
+      this.importPrompts(cap(prompts, 'prompts'), prefix);
+      this.importResources(cap(resources, 'resources'), cap(templates, 'resource templates'));
     } finally {
       registry.endBatch();
     }
@@ -205,7 +212,15 @@ export class UpstreamProxy {
       const name = prefix + t.name;
       seenTools.add(name);
       const shown = importedTool(this.tools, name, t, this.opts.pin === true, this.logger);
-      this.registerTool(shown, t.name);
+      const key = definitionKey(shown, t.name, this.opts.timeoutMs);
+      // Unchanged since the last import (registered, or refused: `!`): nothing to compile again.
+      const prior = this.registered.get(name);
+      if (prior === `!${key}`) {
+        this.tools.delete(name);
+        continue;
+      }
+      if (prior === key && this.registry.getTool(name)?.owner === this.owner) continue;
+      this.registered.set(name, this.registerTool(shown, t.name) ? key : `!${key}`);
     }
     for (const name of [...this.tools.keys()]) {
       if (!seenTools.has(name)) {
@@ -213,6 +228,8 @@ export class UpstreamProxy {
         this.registry.removeTool(name, this.owner);
       }
     }
+    for (const name of [...this.registered.keys()])
+      if (!seenTools.has(name)) this.registered.delete(name);
   }
 
   private importPrompts(prompts: UpstreamPrompt[], prefix: string): void {
@@ -261,7 +278,7 @@ export class UpstreamProxy {
     this.resources = seenResources;
   }
 
-  private registerTool(info: ToolInfo, upstreamName: string): void {
+  private registerTool(info: ToolInfo, upstreamName: string): boolean {
     const name = info.name;
     try {
       this.registry.addTool(this.owner, {
@@ -276,7 +293,9 @@ export class UpstreamProxy {
         'upstream tool skipped: its input schema does not compile',
       );
       this.tools.delete(name);
+      return false;
     }
+    return true;
   }
 
   private async callTool(
@@ -377,6 +396,7 @@ export class UpstreamProxy {
       registry.endBatch();
     }
     this.tools.clear();
+    this.registered.clear();
     this.prompts.clear();
     this.resources.clear();
   }
