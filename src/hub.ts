@@ -59,6 +59,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       `plugin ${err.kind} handler failed`,
     ),
   );
+  registry.onDefinitionWarning((owner, message) => opts.logger.warn({ plugin: owner }, message));
   const plugins = new PluginHost({
     registry,
     dirs: opts.pluginDirs,

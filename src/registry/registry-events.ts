@@ -11,11 +11,14 @@ export type ChangeListener = (kinds: ReadonlySet<EntryKind>) => void;
 export type ResourceUpdateListener = (uri: string) => void;
 /** Told when a prompt, resource or completion handler failed (the plugin's error, for the log). */
 export type HandlerErrorListener = (err: HandlerError) => void;
+/** Told when a definition was registered with a part the hub does not enforce (for the log). */
+export type DefinitionWarningListener = (owner: string, message: string) => void;
 
 export class RegistryEvents {
   private readonly listeners = new Set<ChangeListener>();
   private readonly updateListeners = new Set<ResourceUpdateListener>();
   private readonly failureListeners = new Set<HandlerErrorListener>();
+  private readonly warningListeners = new Set<DefinitionWarningListener>();
   private batchDepth = 0;
   private pending = new Set<EntryKind>();
   /** Bumped on every change of a kind; views cache against it. */
@@ -29,6 +32,21 @@ export class RegistryEvents {
   onHandlerError(listener: HandlerErrorListener): () => void {
     this.failureListeners.add(listener);
     return () => this.failureListeners.delete(listener);
+  }
+
+  onDefinitionWarning(listener: DefinitionWarningListener): () => void {
+    this.warningListeners.add(listener);
+    return () => this.warningListeners.delete(listener);
+  }
+
+  definitionWarning(owner: string, message: string): void {
+    for (const listener of this.warningListeners) {
+      try {
+        listener(owner, message);
+      } catch {
+        // A broken log listener must not refuse the registration.
+      }
+    }
   }
 
   /**

@@ -9,6 +9,7 @@ import {
   RegistryEvents,
   type ChangeListener,
   type HandlerErrorListener,
+  type DefinitionWarningListener,
   type ResourceUpdateListener,
 } from './registry-events.js';
 import { compileValidator, type ArgumentValidator } from './schema.js';
@@ -80,6 +81,10 @@ export class Registry {
     return this.events.onHandlerError(listener);
   }
 
+  onDefinitionWarning(listener: DefinitionWarningListener): () => void {
+    return this.events.onDefinitionWarning(listener);
+  }
+
   onResourceUpdated(listener: ResourceUpdateListener): () => void {
     return this.events.onResourceUpdated(listener);
   }
@@ -146,6 +151,12 @@ export class Registry {
   addTool(owner: string, spec: ToolSpec): void {
     if (!spec.name) throw new RegistryError('invalid_definition', 'a tool needs a non-empty name');
     const validate = compileValidator(spec.inputSchema, `tool '${spec.name}'`);
+    if (validate.unenforced)
+      this.events.definitionWarning(
+        owner,
+        `tool '${spec.name}': input_schema pattern(s) ${validate.unenforced.map((p) => `/${p}/`).join(', ')} ` +
+          'cannot be matched in linear time (lookaround, backreference or u-flag syntax) and are not enforced by the hub',
+      );
     const info: ToolInfo = {
       name: spec.name,
       description: spec.description,

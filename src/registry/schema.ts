@@ -16,20 +16,33 @@ setFlagsFromString('--enable-experimental-regexp-engine');
 /** V8's linear-time flag (a name, since linters know only the standard flags). */
 const LINEAR: string = 'l';
 
+/** Matches every string: stands for a pattern the hub does not enforce. */
+const ANY = /(?:)/;
+
 /**
- * `pattern`/`patternProperties` as linear-time RegExps. A pattern the linear engine cannot run
- * (backreferences, lookaround) or that needs the `u` flag's syntax (`\p{..}`, `\u{..}`, astral
- * characters: without `u` they would mean something else) makes the schema invalid.
+ * A pattern as a linear-time RegExp, or undefined when the linear engine cannot run it
+ * (backreferences, lookaround) or it needs the `u` flag's syntax (`\p{..}`, `\u{..}`, astral
+ * characters: without `u` they would mean something else). Throws on a pattern that is not
+ * ECMA-262 at all, which makes the schema invalid.
  */
-function linearRegExp(pattern: string, u: string): RegExp {
-  new RegExp(pattern, u); // the pattern's syntax as JSON Schema reads it (ECMA-262, unicode)
-  if (/\\[pP]\{|\\u\{|[\uD800-\uDFFF]/.test(pattern))
-    throw new Error(`pattern /${pattern}/ needs the u flag, which the linear-time matcher lacks`);
+function linearOrNot(pattern: string): RegExp | undefined {
+  new RegExp(pattern, 'u'); // the pattern's syntax as JSON Schema reads it (ECMA-262, unicode)
+  if (/\\[pP]\{|\\u\{|[\uD800-\uDFFF]/.test(pattern)) return undefined;
   try {
     return new RegExp(pattern, LINEAR);
   } catch {
-    throw new Error(`pattern /${pattern}/ cannot be matched in linear time`);
+    return undefined;
   }
+}
+
+/**
+ * ajv's RegExp maker for `pattern` and `patternProperties`. A pattern the linear engine cannot
+ * run is not enforced by the hub rather than refused: refusing would drop a plugin's or an
+ * upstream's whole tool for a keyword that only narrows its input, and the handler or upstream
+ * still sees the argument. The registration is told (`unenforced`).
+ */
+function linearRegExp(pattern: string): RegExp {
+  return linearOrNot(pattern) ?? ANY;
 }
 linearRegExp.code = 'linearRegExp';
 
@@ -54,7 +67,10 @@ let compiles = 0;
 const compiled = new Map<string, ValidateFunction>();
 const COMPILED_KEPT = 1024;
 
-export type ArgumentValidator = (args: unknown) => string | undefined;
+export type ArgumentValidator = ((args: unknown) => string | undefined) & {
+  /** The schema's patterns the hub does not enforce (not runnable in linear time). */
+  readonly unenforced?: readonly string[];
+};
 
 /** Compiles `schema`; throws `invalid_definition` naming what is wrong with it. */
 export function compileValidator(schema: Record<string, unknown>, what: string): ArgumentValidator {
@@ -67,7 +83,37 @@ export function compileValidator(schema: Record<string, unknown>, what: string):
       `${what}: input_schema is not a valid JSON Schema: ${(err as Error).message}`,
     );
   }
-  return (args) => (validate(args) ? undefined : describe(validate.errors ?? []));
+  const check = (args: unknown): string | undefined =>
+    validate(args) ? undefined : describe(validate.errors ?? []);
+  const unenforced = unenforcedPatterns(schema);
+  return unenforced.length > 0 ? Object.assign(check, { unenforced }) : check;
+}
+
+/** Nodes of a schema looked at for patterns; past it the rest goes unnamed (ajv still compiled it). */
+const PATTERN_SCAN_NODES = 10_000;
+
+/** The `pattern` values and `patternProperties` keys in `schema` the linear engine cannot run. */
+function unenforcedPatterns(schema: unknown): string[] {
+  const found = new Set<string>();
+  const stack: unknown[] = [schema];
+  for (let seen = 0; stack.length > 0 && seen < PATTERN_SCAN_NODES; seen++) {
+    const node = stack.pop();
+    if (typeof node !== 'object' || node === null) continue;
+    for (const [key, value] of Object.entries(node)) {
+      if (key === 'pattern' && typeof value === 'string') check(value);
+      if (key === 'patternProperties' && typeof value === 'object' && value !== null)
+        for (const p of Object.keys(value)) check(p);
+      if (typeof value === 'object' && value !== null) stack.push(value);
+    }
+  }
+  return [...found];
+  function check(pattern: string): void {
+    try {
+      if (linearOrNot(pattern) === undefined) found.add(pattern);
+    } catch {
+      // Not ECMA-262: ajv refused the schema already.
+    }
+  }
 }
 
 function validatorOf(schema: Record<string, unknown>): ValidateFunction {

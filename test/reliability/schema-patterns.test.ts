@@ -2,7 +2,8 @@
  * A tool's input schema may carry `pattern`, which the hub runs on a client's argument on its
  * own thread before the handler. A plugin author or a hostile upstream choosing `^(a+)+$` froze
  * the hub for seconds on 28 characters (every client waited); patterns now run on V8's
- * linear-time engine, and one it cannot run is refused when the tool is registered, saying why.
+ * linear-time engine. One it cannot run (lookaround, backreferences) is not enforced: the tool
+ * stays, and the log says which pattern the hub skips.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -35,8 +36,9 @@ before(async () => {
     `mcp.tool("evil", { input_schema = { type = "object", properties = {
        q = { type = "string", pattern = "^(a+)+$" } } } }, function(p) return "ran" end)
      local ok, err = pcall(mcp.tool, "lookbehind", { input_schema = { type = "object",
-       properties = { q = { type = "string", pattern = "(?<=x)y" } } } }, function() end)
-     mcp.tool("why", {}, function() return tostring(err) end)
+       properties = { q = { type = "string", pattern = "(?<=x)y" } } } },
+       function(p) return "got " .. p.q end)
+     mcp.tool("why", {}, function() return tostring(ok) .. " " .. tostring(err) end)
      mcp.proxy("${fake.url}", { prefix = "up." })
     `,
   );
@@ -87,10 +89,18 @@ describe('input schema patterns', () => {
     });
   }
 
-  it('a pattern the linear engine cannot run is refused at registration, naming it', async () => {
-    assert.match((await call(client, 'why')).text, /pattern \/\(\?<=x\)y\/ cannot be matched/);
+  it('a pattern the linear engine cannot run is not enforced, and the log names it', async () => {
+    assert.equal((await call(client, 'why')).text, 'true nil');
     const names = (await client.listTools()).tools.map((t) => t.name);
-    assert.ok(names.includes('up.work') && !names.includes('up.backref'), names.join());
-    assert.match(hub.log(), /up\.backref[^\n]*cannot be matched in linear time/);
+    assert.ok(
+      ['lookbehind', 'up.work', 'up.backref'].every((n) => names.includes(n)),
+      names.join(),
+    );
+    assert.deepEqual(await call(client, 'lookbehind', { q: 'zzz' }), {
+      isError: false,
+      text: 'got zzz',
+    });
+    assert.match(hub.log(), /tool 'lookbehind'[^\n]*\/\(\?<=x\)y\/[^\n]*not enforced/);
+    assert.match(hub.log(), /tool 'up\.backref'[^\n]*\/\(a\)\\+1\/[^\n]*not enforced/);
   });
 });
