@@ -135,6 +135,18 @@ export const WIRE_ERRORS = {
     status: 413,
     message: 'Payload Too Large: the request body exceeds {max} bytes',
   },
+  body_bytes_principal: {
+    code: SERVER_ERROR,
+    status: 429,
+    message:
+      'Too Many Requests: this principal already has {max} bytes of request bodies arriving (limits.body_bytes.per_principal); finish or close them, or retry later',
+  },
+  body_bytes_total: {
+    code: SERVER_ERROR,
+    status: 503,
+    message:
+      'Service Unavailable: {max} bytes of request bodies are arriving (limits.body_bytes.total); retry later',
+  },
   session_id_required: {
     code: SERVER_ERROR,
     status: 400,

@@ -16,6 +16,7 @@ export interface LimitsConfig {
   listens?: { per_principal?: number; total?: number };
   batch_length?: number;
   request_id_length?: number;
+  body_bytes?: { per_principal?: number; total?: number };
 }
 
 /** The bounds as the server's options name them; missing ones keep their defaults. */
@@ -30,6 +31,8 @@ export interface ServerLimitSettings {
   listensTotal?: number;
   batchLength?: number;
   requestIdLength?: number;
+  bodyBytesPerPrincipal?: number;
+  bodyBytesTotal?: number;
 }
 
 export function serverLimitsOf(section: LimitsConfig | undefined): ServerLimitSettings {
@@ -45,6 +48,8 @@ export function serverLimitsOf(section: LimitsConfig | undefined): ServerLimitSe
     listensTotal: c.listens?.total,
     batchLength: c.batch_length,
     requestIdLength: c.request_id_length,
+    bodyBytesPerPrincipal: c.body_bytes?.per_principal,
+    bodyBytesTotal: c.body_bytes?.total,
   };
   for (const k of Object.keys(out) as (keyof ServerLimitSettings)[])
     if (out[k] === undefined) delete out[k];

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { wireError, WireError, modernStatusOf } from '../errors.js';
 import type { Registry } from '../registry/registry.js';
 import { createMcpDispatcher, type McpDispatcher } from './dispatcher.js';
-import { BodyReader } from './http-body.js';
+import { BodyBudget, BodyReader } from './http-body.js';
 import { accepted, headerOf, respond, respondAnswer, sendError, sendJson } from './http-reply.js';
 import type {
   AuthVerdict,
@@ -112,8 +112,12 @@ class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
         serializeNotification('notifications/resources/updated', { uri }),
       ),
     );
-    this.body = new BodyReader(opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, (req, res, buf) =>
-      this.onBody(req, res, buf),
+    const limits = this.inbound.limits;
+    this.body = new BodyReader(
+      opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+      (req, res, buf) => this.onBody(req, res, buf),
+      new BodyBudget(limits.bodyBytesPerPrincipal, limits.bodyBytesTotal),
+      opts.refused,
     );
     this.handle = this.handle.bind(this);
   }
@@ -140,7 +144,7 @@ class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
         case 'POST':
           if (!isJsonContentType(req.headers['content-type']))
             return this.refuse(req, res, wireError('unsupported_media_type'));
-          this.body.read(req, res);
+          this.body.read(req, res, (req as AuthedRequest)[PRINCIPAL] ?? '');
           return;
         case 'GET':
           return handleGet(this, req, res);

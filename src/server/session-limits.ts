@@ -30,6 +30,10 @@ export interface ServerLimits {
   batchLength: number;
   /** Characters of a string request id. */
   requestIdLength: number;
+  /** POST body bytes one principal may have arriving at once, over all its requests (HTTP). */
+  bodyBytesPerPrincipal: number;
+  /** POST body bytes arriving at once over all requests (HTTP). */
+  bodyBytesTotal: number;
 }
 
 export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
@@ -43,6 +47,8 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
   listensTotal: 1_024,
   batchLength: 100,
   requestIdLength: 256,
+  bodyBytesPerPrincipal: 32 * 1024 * 1024,
+  bodyBytesTotal: 256 * 1024 * 1024,
 };
 
 /** Counts a refusal by the limit's name (HubMetrics.refused, wired by operations.ts). */
