@@ -46,7 +46,8 @@ export function dashboardPage(path: string): Route {
     else if (url.startsWith('/dashboard/assets/')) name = url.slice('/dashboard/assets/'.length);
     if (name === undefined) return false;
     req.resume();
-    if (TYPES[name] === undefined || (req.method !== 'GET' && req.method !== 'HEAD')) {
+    // Own keys only: 'constructor' and the like are not assets.
+    if (!Object.hasOwn(TYPES, name) || (req.method !== 'GET' && req.method !== 'HEAD')) {
       res.writeHead(404, { 'Content-Type': 'text/plain' });
       res.end('not found');
       return true;

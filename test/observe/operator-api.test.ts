@@ -68,6 +68,19 @@ describe('the operator API refuses bad input and keeps its bounds', () => {
     assert.doesNotMatch(JSON.stringify(state), /mhs_/, 'no token in the state');
   });
 
+  it('answers 404 for dashboard asset names that are Object.prototype keys', async () => {
+    // Such a name used to pass the asset allow-list (a plain object), reach readFileSync and
+    // answer 500 with an error line in the log, for any unauthenticated caller.
+    const from = hub.log().length;
+    for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      const r = await fetch(`${base}/dashboard/assets/${name}`);
+      assert.equal(r.status, 404, name);
+      await r.text();
+    }
+    assert.equal((await fetch(`${base}/dashboard/assets/app.js`)).status, 200);
+    assert.doesNotMatch(hub.log().slice(from), /ENOENT|"level":50/);
+  });
+
   it('answers a bad reload with a clear error and reloads a fixed plugin', async () => {
     const post = (body: string) =>
       fetch(`${base}/admin/dashboard/reload`, {
