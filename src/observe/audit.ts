@@ -30,6 +30,8 @@ export interface AuditRecord {
   argument_bytes: number;
   argument_sha256: string | null;
   arguments?: unknown;
+  /** Set when the arguments could not be serialised (then bytes 0, no hash, no values). */
+  argument_error?: string;
   outcome: string;
   error_code?: number;
   duration_ms: number;
@@ -58,7 +60,15 @@ export class AuditLog {
   private write(call: CallStart, end: CallEnd): void {
     const field = ARG_FIELD[call.method];
     const args = field === undefined ? undefined : call.params[field];
-    const text = args === undefined ? '' : JSON.stringify(args);
+    // A client's arguments may nest too deep to serialise (JSON.stringify throws a RangeError
+    // from about 5,000 levels): the call still gets its line, marked, without them.
+    let text = '';
+    let unserializable = false;
+    try {
+      text = args === undefined ? '' : JSON.stringify(args);
+    } catch {
+      unserializable = true;
+    }
     const who = call.principal === undefined ? {} : (this.opts.identityOf?.(call.principal) ?? {});
     const rec: AuditRecord = {
       type: 'audit',
@@ -75,7 +85,8 @@ export class AuditLog {
       outcome: end.outcome,
       duration_ms: Math.round(end.durationMs * 1000) / 1000,
     };
-    if (this.opts.includeArguments && args !== undefined) rec.arguments = args;
+    if (unserializable) rec.argument_error = 'not serialisable (nested too deep)';
+    else if (this.opts.includeArguments && args !== undefined) rec.arguments = args;
     if (end.errorCode !== undefined) rec.error_code = end.errorCode;
     if (call.method === 'tools/call' && call.name !== undefined) {
       const upstream = this.opts.upstreamOf?.(call.name);

@@ -65,6 +65,26 @@ export interface RequestTracer {
 }
 
 const EMPTY: Record<string, unknown> = {};
+
+/**
+ * An observer that throws must not fail the request it watches: thrown in the answer's
+ * continuation, it rejected the answer, and nothing upstream caught that (the process died).
+ */
+function safely(end: (end: CallEnd) => void, arg: CallEnd): void {
+  try {
+    end(arg);
+  } catch {
+    // The observer's own loss (a metric, an audit line); the client's answer goes on.
+  }
+}
+
+function startSafely(o: CallObserver, call: CallStart): ((end: CallEnd) => void) | undefined {
+  try {
+    return o.start(call);
+  } catch {
+    return undefined;
+  }
+}
 const RESPONSE_HEAD = '{"jsonrpc":"2.0","id":'.length;
 const ERROR_MESSAGE_MAX = 300;
 
@@ -138,12 +158,12 @@ export function observeInnerCalls(observers: readonly CallObserver[], wantsArgum
       };
       let ends: ((end: CallEnd) => void)[] | undefined;
       for (const o of observers) {
-        const end = o.start(call);
+        const end = startSafely(o, call);
         if (end !== undefined) (ends ??= []).push(end);
       }
       if (ends === undefined) return undefined;
       return (end) => {
-        for (const e of ends) e(end);
+        for (const e of ends) safely(e, end);
       };
     },
   };
@@ -179,7 +199,7 @@ export function observeDispatcher(
     let only: ((end: CallEnd) => void) | undefined;
     let ends: ((end: CallEnd) => void)[] | undefined;
     for (const o of observers) {
-      const end = o.start(call);
+      const end = startSafely(o, call);
       if (end === undefined) continue;
       if (only === undefined && ends === undefined) only = end;
       else {
@@ -202,8 +222,8 @@ export function observeDispatcher(
       // outcomeOf makes a fresh object; completing it saves a copy per call.
       const end = outcomeOf(method, msg.id, out) as CallEnd;
       end.durationMs = performance.now() - t0;
-      if (only !== undefined) only(end);
-      else for (const e of ends!) e(end);
+      if (only !== undefined) safely(only, end);
+      else for (const e of ends!) safely(e, end);
       return out;
     });
   };

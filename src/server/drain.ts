@@ -62,7 +62,11 @@ export class Drain {
         };
         const key = this.nextId++;
         this.pending.set(key, { id: msg.id, channel, cut: answer });
-        inner.handleRequest(msg, scope, channel).then(answer);
+        // A rejected answer would be an unhandled rejection (the process ends) and a request
+        // never answered: it is answered internal_error instead.
+        inner
+          .handleRequest(msg, scope, channel)
+          .then(answer, () => answer(serializeWireError(msg.id, wireError('internal_error'))));
       });
     };
     return Object.create(inner, {
