@@ -80,6 +80,18 @@ export const WIRE_ERRORS = {
     status: 400,
     message: 'Invalid Request: JSON-RPC batches are not supported on protocol revision {version}',
   },
+  json_too_deep: {
+    code: INVALID_REQUEST,
+    status: 400,
+    message:
+      'Invalid Request: the message nests objects and arrays deeper than {max} levels (limits.json.depth)',
+  },
+  json_too_many_values: {
+    code: INVALID_REQUEST,
+    status: 400,
+    message:
+      'Invalid Request: the message holds more than {max} objects and arrays (limits.json.containers)',
+  },
   line_too_large: {
     code: INVALID_REQUEST,
     status: 413,

@@ -17,6 +17,7 @@ export interface LimitsConfig {
   batch_length?: number;
   request_id_length?: number;
   body_bytes?: { per_principal?: number; total?: number };
+  json?: { depth?: number; containers?: number };
 }
 
 /** The bounds as the server's options name them; missing ones keep their defaults. */
@@ -33,6 +34,8 @@ export interface ServerLimitSettings {
   requestIdLength?: number;
   bodyBytesPerPrincipal?: number;
   bodyBytesTotal?: number;
+  jsonDepth?: number;
+  jsonContainers?: number;
 }
 
 export function serverLimitsOf(section: LimitsConfig | undefined): ServerLimitSettings {
@@ -50,6 +53,8 @@ export function serverLimitsOf(section: LimitsConfig | undefined): ServerLimitSe
     requestIdLength: c.request_id_length,
     bodyBytesPerPrincipal: c.body_bytes?.per_principal,
     bodyBytesTotal: c.body_bytes?.total,
+    jsonDepth: c.json?.depth,
+    jsonContainers: c.json?.containers,
   };
   for (const k of Object.keys(out) as (keyof ServerLimitSettings)[])
     if (out[k] === undefined) delete out[k];

@@ -9,6 +9,7 @@ import { wireError, WireError, modernStatusOf } from '../errors.js';
 import type { Registry } from '../registry/registry.js';
 import { createMcpDispatcher, type McpDispatcher } from './dispatcher.js';
 import { BodyBudget, BodyReader } from './http-body.js';
+import { jsonShapeRefusal } from './json-shape.js';
 import { accepted, headerOf, respond, respondAnswer, sendError, sendJson } from './http-reply.js';
 import type {
   AuthVerdict,
@@ -209,9 +210,16 @@ class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
   // ---- POST --------------------------------------------------------------------------------
 
   private onBody(req: IncomingMessage, res: ServerResponse, buf: Buffer): void {
+    const text = buf.toString('utf8');
+    const limits = this.inbound.limits;
+    const refusal = jsonShapeRefusal(text, limits.jsonDepth, limits.jsonContainers);
+    if (refusal !== undefined) {
+      this.opts.refused?.('json');
+      return sendError(res, refusal);
+    }
     let body: unknown;
     try {
-      body = JSON.parse(buf.toString('utf8'));
+      body = JSON.parse(text);
     } catch {
       sendError(res, wireError('parse_error'));
       return;

@@ -34,6 +34,10 @@ export interface ServerLimits {
   bodyBytesPerPrincipal: number;
   /** POST body bytes arriving at once over all requests (HTTP). */
   bodyBytesTotal: number;
+  /** How deep one message's objects and arrays may nest. */
+  jsonDepth: number;
+  /** Objects and arrays in one message. */
+  jsonContainers: number;
 }
 
 export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
@@ -49,6 +53,8 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
   requestIdLength: 256,
   bodyBytesPerPrincipal: 32 * 1024 * 1024,
   bodyBytesTotal: 256 * 1024 * 1024,
+  jsonDepth: 256,
+  jsonContainers: 100_000,
 };
 
 /** Counts a refusal by the limit's name (HubMetrics.refused, wired by operations.ts). */

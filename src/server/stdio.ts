@@ -12,6 +12,7 @@ import { RequestChannel } from './channel.js';
 import { createMcpDispatcher, type DispatcherOptions, type McpDispatcher } from './dispatcher.js';
 import type { FlowLimits } from './flow-limits.js';
 import { Inbound, type InboundFacts, type SessionSource } from './inbound.js';
+import { jsonShapeRefusal } from './json-shape.js';
 import {
   serializeNotification,
   serializeWireError,
@@ -214,6 +215,12 @@ class StdioTransport implements StdioServer, InboundFacts {
 
   private handleLine(text: string): void {
     if (text.trim() === '') return;
+    const limits = this.inbound.limits;
+    const refusal = jsonShapeRefusal(text, limits.jsonDepth, limits.jsonContainers);
+    if (refusal !== undefined) {
+      this.opts.refused?.('json');
+      return this.write(serializeWireError(null, refusal));
+    }
     let body: unknown;
     try {
       body = JSON.parse(text);

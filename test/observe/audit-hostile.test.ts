@@ -3,7 +3,9 @@
  * 20 KB body) used to kill a hub started with an audit log (JSON.stringify of the arguments threw
  * a RangeError in the observer, the answer's promise rejected, nothing caught it). Now the call
  * is answered, the hub keeps serving, and the audit line is written, marked, in both eras and
- * with `include_arguments` too (its line used to be dropped silently).
+ * with `include_arguments` too (its line used to be dropped silently). The hub's door refuses
+ * such nesting by default now (limits.json.depth, test/server/json-shape.test.ts); this file
+ * raises that bound to test the audit log's own defence.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -41,6 +43,9 @@ for (const includeArguments of [false, true]) {
         JSON.stringify({
           plugins: { dirs: ['plugins'] },
           observe: { audit: { to: 'audit.jsonl', include_arguments: includeArguments } },
+          // The door refuses such nesting by default (limits.json.depth 256): raised here so
+          // the audit log's own defence is what is tested.
+          limits: { json: { depth: 100_000 } },
         }),
       );
       hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
