@@ -225,14 +225,7 @@ function routedRequest(
     return Promise.reject(localError('peer_no_stream'));
   }
   return opened.answer.then(
-    ({ message }) => {
-      const error = message.error;
-      if (isPlainObject(error))
-        throw localError('peer_client_error', {
-          message: typeof error.message === 'string' ? error.message : 'unknown error',
-        });
-      return isPlainObject(message.result) ? message.result : {};
-    },
+    ({ message }) => clientResult(message),
     () => {
       throw localError('peer_unanswered');
     },
@@ -250,15 +243,36 @@ export function settleOutgoing(session: SessionState, msg: Record<string, unknow
     return session.peerRouter.deliver(id, session.id, msg) !== 'unknown';
   }
   session.outgoing!.delete(id);
-  const error = msg.error;
-  if (isPlainObject(error)) {
-    pending.reject(
-      localError('peer_client_error', {
-        message: typeof error.message === 'string' ? error.message : 'unknown error',
-      }),
-    );
-  } else {
-    pending.resolve(isPlainObject(msg.result) ? msg.result : {});
+  try {
+    pending.resolve(clientResult(msg));
+  } catch (err) {
+    pending.reject(err as Error);
   }
   return true;
+}
+
+/**
+ * The result of a client's answer to a server request, or the error it stands for. An answer
+ * whose `result` is not an object (null, a string, missing, or `"error": null` alone) is a
+ * malformed answer, not an empty success: the handler would read `{}` and fail on a field it
+ * expected, far from the cause.
+ */
+function clientResult(msg: Record<string, unknown>): Record<string, unknown> {
+  const error = msg.error;
+  if (isPlainObject(error))
+    throw localError('peer_client_error', {
+      message: typeof error.message === 'string' ? error.message : 'unknown error',
+    });
+  if (isPlainObject(msg.result)) return msg.result;
+  const result = msg.result;
+  const kind = !('result' in msg)
+    ? 'missing'
+    : result === null
+      ? 'null'
+      : Array.isArray(result)
+        ? 'an array'
+        : `a ${typeof result}`;
+  throw localError('peer_client_error', {
+    message: `its answer has no result object (result: ${kind})`,
+  });
 }
