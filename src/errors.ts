@@ -75,6 +75,12 @@ export const WIRE_ERRORS = {
     status: 400,
     message: 'Invalid Request: the request id {reason}',
   },
+  request_id_in_use: {
+    code: INVALID_REQUEST,
+    status: 400,
+    message:
+      'Invalid Request: the request id {id} is already used by a call of this session that has not ended',
+  },
   batch_unsupported: {
     code: INVALID_REQUEST,
     status: 400,

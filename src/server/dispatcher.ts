@@ -322,7 +322,13 @@ class Dispatcher implements McpDispatcher {
   private async run(call: Call, handler: MethodHandler): Promise<string> {
     const { scope, channel, id, method, observed } = call;
     const session = scope.session;
-    if (channel && session) session.inflight.set(id, channel);
+    if (channel && session) {
+      // An id reused while its call runs would take the call's place here: the first call could
+      // then no longer be cancelled, nor be stopped when the session ends.
+      if (session.inflight.has(id))
+        return this.errorAnswer(call, wireError('request_id_in_use', { id: JSON.stringify(id) }));
+      session.inflight.set(id, channel);
+    }
     try {
       call.filter = this.opts.filterFor?.(scope);
       if (
