@@ -1,0 +1,148 @@
+/**
+ * The examples of the Botster registry seed and of the `mcp` namespace seed, each run verbatim
+ * (their text pasted as the seeds show it) in a real hub and called by the SDK client over HTTP.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Client } from '@modelcontextprotocol/client';
+import { connectHttpClient } from '../helpers/mcp-client.js';
+import { ROOT, startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
+
+const IMAGES = join(ROOT, 'test', 'fixtures', 'images');
+
+/** The registry seed's `Tool` example, as the seed prints it. */
+const SEED_TOOL = `mcp.tool("tool_name", {
+  description = "One-line description shown to the agent",
+  input_schema = {
+    type = "object",
+    properties = {
+      file = { type = "string", description = "Path to read" },
+      limit = { type = "number", description = "Max results" },
+    },
+    required = { "file" },
+  },
+}, function(params, context)
+  return {
+    file = params.file,
+    session_uuid = context.session_uuid,
+  }
+end)`;
+
+/** The registry seed's `Prompt` example, as the seed prints it. */
+const SEED_PROMPT = `mcp.prompt("hub-context", {
+  description = "Inject current hub state",
+  arguments = {
+    { name = "focus", description = "Optional focus area", required = false },
+  },
+}, function(args)
+  return {
+    description = "Current Botster hub state",
+    messages = {
+      {
+        role = "user",
+        content = {
+          type = "text",
+          text = "Hub context goes here",
+        },
+      },
+    },
+  }
+end)`;
+
+/** A tool shaped as the namespace seed's `capture` (action `oneshot`) answering a capture result. */
+const CAPTURE = (png: string) => `mcp.tool("capture", {
+  input_schema = { type = "object", properties = { action = { type = "string" }, entity = {} } },
+}, function(params)
+  assert(params.action == "oneshot", "the action is passed as a field")
+  return { imageBase64 = ${JSON.stringify(png)}, path = "/captures/oneshot.png" }
+end)`;
+
+function text(result: unknown): string {
+  return ((result as { content: { text?: string }[] }).content ?? [])
+    .map((c) => c.text ?? '')
+    .join('\n');
+}
+
+describe('the seeds’ examples, verbatim, in a real hub', () => {
+  let hub: MoonhubProcess;
+  let client: Client;
+  const dir = mkdtempSync(join(tmpdir(), 'moonhub-seeds-'));
+
+  before(async () => {
+    const plugins = join(dir, 'plugins');
+    const root = join(dir, 'root');
+    mkdirSync(plugins, { recursive: true });
+    mkdirSync(join(root, 'tmp'), { recursive: true });
+    writeFileSync(join(plugins, 'seed.lua'), `${SEED_TOOL}\n\n${SEED_PROMPT}\n`);
+    const png = readFileSync(join(IMAGES, 'rgba-7x5.png')).toString('base64');
+    writeFileSync(join(plugins, 'camera.lua'), CAPTURE(png));
+    copyFileSync(join(IMAGES, 'rgba-7x5.png'), join(root, 'tmp', 'probe.png'));
+    // execute's /source/ is this shared (read-only) root, where the seed's picture already is.
+    const config = join(dir, 'moonhub.json');
+    writeFileSync(config, JSON.stringify({ execute: { root } }));
+    hub = await startMoonhub(['--plugins', plugins, '--config', config, '--no-watch']);
+    client = (await connectHttpClient(hub.url, 'legacy')).client;
+  });
+
+  after(async () => {
+    await client?.close();
+    await hub?.stop();
+  });
+
+  it('registry seed, Tool: the schema listed, params and context.session_uuid returned', async () => {
+    const tool = (await client.listTools()).tools.find((t) => t.name === 'tool_name');
+    assert.equal(tool?.description, 'One-line description shown to the agent');
+    assert.deepEqual(tool?.inputSchema.required, ['file']);
+    const r = await client.callTool({ name: 'tool_name', arguments: { file: 'a.txt', limit: 3 } });
+    const got = r.structuredContent as { file: string; session_uuid: string };
+    assert.equal(got.file, 'a.txt');
+    assert.ok(got.session_uuid, 'the context carries the calling session');
+    const bad = await client.callTool({ name: 'tool_name', arguments: { limit: 3 } });
+    assert.equal(bad.isError, true);
+    assert.match(text(bad), /file/);
+  });
+
+  it('registry seed, Prompt: its argument listed, its description and message returned', async () => {
+    const listed = (await client.listPrompts()).prompts.find((p) => p.name === 'hub-context');
+    assert.deepEqual(listed?.arguments, [
+      { name: 'focus', description: 'Optional focus area', required: false },
+    ]);
+    const p = await client.getPrompt({ name: 'hub-context', arguments: {} });
+    assert.equal(p.description, 'Current Botster hub state');
+    assert.deepEqual(p.messages, [
+      { role: 'user', content: { type: 'text', text: 'Hub context goes here' } },
+    ]);
+  });
+
+  it('namespace seed, mcp.image: both examples return a picture', async () => {
+    const first = await client.callTool({
+      name: 'execute',
+      arguments: {
+        code: 'return { verdict = "too dark", shot = mcp.image("/source/tmp/probe.png") }',
+      },
+    });
+    assert.ok(!first.isError, text(first));
+    const second = await client.callTool({
+      name: 'execute',
+      arguments: {
+        code: `local shot = tools.use("capture", "oneshot", { entity = e })
+return { shot = mcp.image(shot) }`,
+      },
+    });
+    assert.ok(!second.isError, text(second));
+    for (const r of [first, second]) {
+      const images = (r.content as { type: string; mimeType?: string }[]).filter(
+        (c) => c.type === 'image',
+      );
+      assert.equal(images.length, 1);
+      assert.equal(images[0]!.mimeType, 'image/png');
+      const result = (r.structuredContent as { result: Record<string, unknown> }).result;
+      assert.deepEqual(result.shot, { type: 'image', image: 1 });
+    }
+    const verdict = (first.structuredContent as { result: { verdict: string } }).result.verdict;
+    assert.equal(verdict, 'too dark');
+  });
+});
