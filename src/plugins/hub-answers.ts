@@ -7,7 +7,7 @@
 import type { Logger } from '../log.js';
 import { contextFields } from '../lua-api/botster-compat.js';
 import type { SessionViews } from '../lua-api/index.js';
-import type { Registry } from '../registry/registry.js';
+import { wasRaised, type Registry } from '../registry/registry.js';
 import type { CallContext, CallPeer, OwnerFilter } from '../registry/types.js';
 import { upstreamsOf } from '../upstream/manager.js';
 import type { ProxyOptions } from '../upstream/proxy.js';
@@ -169,7 +169,10 @@ export class HubAnswers {
     return this.src.inCall(msg.origin.call, (): Promise<unknown> => {
       switch (msg.op) {
         case 'callTool':
-          return registry.callTool(String(a), b as Record<string, unknown>, ctx, view);
+          // The raised mark is a symbol, lost in the copy to the worker: it goes as a field.
+          return registry
+            .callTool(String(a), b as Record<string, unknown>, ctx, view)
+            .then((result) => ({ result, raised: wasRaised(result) }));
         case 'getPrompt':
           return registry.getPrompt(String(a), b as Record<string, string>, ctx, view);
         case 'readResource':

@@ -6,7 +6,7 @@
  * thread: lists and counts synchronously, calls as messages.
  */
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
-import { Registry } from '../registry/registry.js';
+import { Registry, markRaised } from '../registry/registry.js';
 import { RegistryError } from '../registry/errors.js';
 import type {
   CallContext,
@@ -220,7 +220,12 @@ export class RemoteRegistry extends Registry {
     ctx: CallContext,
     filter?: OwnerFilter,
   ): Promise<ToolResult> {
-    return (await this.remote('callTool', [name, args ?? {}], ctx, filter)) as ToolResult;
+    const answer = (await this.remote('callTool', [name, args ?? {}], ctx, filter)) as {
+      result: ToolResult;
+      raised: boolean;
+    };
+    // mcp.call_tool answers a raised error with `nil, err`, a returned isError with its content.
+    return answer.raised ? markRaised(answer.result) : answer.result;
   }
 
   override async getPrompt(

@@ -38,7 +38,7 @@ import type {
 // Why re-exported: listeners and tool results moved to registry-events.ts and tool-results.ts,
 // but importers still take them from here.
 export type { ChangeListener, HandlerErrorListener, ResourceUpdateListener };
-export { RAISED, errorResult, failureResult, wasRaised } from './tool-results.js';
+export { RAISED, errorResult, failureResult, markRaised, wasRaised } from './tool-results.js';
 
 interface ToolSlot {
   entry: ToolEntry;

@@ -14,7 +14,11 @@ export function errorResult(message: string): ToolResult {
 export const RAISED: unique symbol = Symbol('moonhub.raised');
 
 export function failureResult(message: string): ToolResult {
-  const result = errorResult(message);
+  return markRaised(errorResult(message));
+}
+
+/** Sets the mark again on a result that crossed a thread (a symbol does not survive a copy). */
+export function markRaised(result: ToolResult): ToolResult {
   Object.defineProperty(result, RAISED, { value: true });
   return result;
 }

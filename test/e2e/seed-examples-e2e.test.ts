@@ -1,6 +1,8 @@
 /**
  * The examples of the Botster registry seed and of the `mcp` namespace seed, each run verbatim
- * (their text pasted as the seeds show it) in a real hub and called by the SDK client over HTTP.
+ * (their text pasted as the seeds show it) in a real hub and called by the SDK client over HTTP;
+ * and Botster's registry semantics that a plugin ported from Botster relies on, as its
+ * `lib/mcp.lua` does them, checked on plugins running in their worker threads (the default).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -52,6 +54,25 @@ const SEED_PROMPT = `mcp.prompt("hub-context", {
   }
 end)`;
 
+/** Botster's lib/mcp.lua: a raised handler error is `nil, err` from call_tool, never content. */
+const PORTED = `local mcp = require("lib.mcp")
+mcp.tool("raises", {}, function() error("inbox store is offline", 0) end)
+mcp.tool("returns_error", {}, function()
+  return { content = { { type = "text", text = "not found" } }, isError = true }
+end)
+mcp.tool("check_raised", {}, function(params, context)
+  local content, err, is_error = mcp.call_tool("raises", {}, context)
+  local cb
+  mcp.call_tool("raises", {}, context, function(c, e, i) cb = { content = c == nil, err = e, is_error = i == true } end)
+  local rc, rerr, ris = mcp.call_tool("returns_error", {}, context)
+  return {
+    content_nil = content == nil, err = err, is_error = is_error == true,
+    callback = cb,
+    returned = { text = rc and rc[1].text, err = rerr or "none", is_error = ris == true },
+  }
+end)
+`;
+
 /** A tool shaped as the namespace seed's `capture` (action `oneshot`) answering a capture result. */
 const CAPTURE = (png: string) => `mcp.tool("capture", {
   input_schema = { type = "object", properties = { action = { type = "string" }, entity = {} } },
@@ -74,9 +95,10 @@ describe('the seeds’ examples, verbatim, in a real hub', () => {
   before(async () => {
     const plugins = join(dir, 'plugins');
     const root = join(dir, 'root');
-    mkdirSync(plugins, { recursive: true });
+    mkdirSync(join(plugins, 'ported'), { recursive: true });
     mkdirSync(join(root, 'tmp'), { recursive: true });
     writeFileSync(join(plugins, 'seed.lua'), `${SEED_TOOL}\n\n${SEED_PROMPT}\n`);
+    writeFileSync(join(plugins, 'ported', 'init.lua'), PORTED);
     const png = readFileSync(join(IMAGES, 'rgba-7x5.png')).toString('base64');
     writeFileSync(join(plugins, 'camera.lua'), CAPTURE(png));
     copyFileSync(join(IMAGES, 'rgba-7x5.png'), join(root, 'tmp', 'probe.png'));
@@ -115,6 +137,17 @@ describe('the seeds’ examples, verbatim, in a real hub', () => {
     assert.deepEqual(p.messages, [
       { role: 'user', content: { type: 'text', text: 'Hub context goes here' } },
     ]);
+  });
+
+  it('as Botster, call_tool of a raising tool is nil, err (plugin in its worker)', async () => {
+    const r = JSON.parse(text(await client.callTool({ name: 'check_raised', arguments: {} })));
+    assert.deepEqual(r, {
+      content_nil: true,
+      err: 'inbox store is offline',
+      is_error: false,
+      callback: { content: true, err: 'inbox store is offline', is_error: false },
+      returned: { text: 'not found', err: 'none', is_error: true },
+    });
   });
 
   it('namespace seed, mcp.image: both examples return a picture', async () => {
