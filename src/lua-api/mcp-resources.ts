@@ -26,7 +26,8 @@ export function resourceFunctions(b: RegistryBinding): Record<string, HostFuncti
           uri_template: r.uriTemplate,
           uriTemplate: r.uriTemplate,
           name: r.name,
-          description: r.description,
+          // As Botster: "" when none was given, so `.. t.description` does not raise.
+          description: r.description ?? '',
           mime_type: r.mimeType,
           mimeType: r.mimeType,
         })),
@@ -36,7 +37,7 @@ export function resourceFunctions(b: RegistryBinding): Record<string, HostFuncti
         registry.listResources().map((r) => ({
           uri: r.uri,
           name: r.name,
-          description: r.description,
+          description: r.description ?? '',
           mime_type: r.mimeType,
           mimeType: r.mimeType,
         })),

@@ -71,6 +71,20 @@ mcp.tool("check_raised", {}, function(params, context)
     returned = { text = rc and rc[1].text, err = rerr or "none", is_error = ris == true },
   }
 end)
+mcp.resource("botster://hubs/{hub_id}/agents", { name = "Hub Agents" }, function(p) return {} end)
+mcp.resource("botster://status", { name = "Status" }, function() return "up" end)
+-- A Botster plugin's index of its resources: descriptions are strings there ("" when none).
+mcp.tool("resource_index", {}, function()
+  local lines = {}
+  for _, t in ipairs(mcp.list_resource_templates()) do
+    lines[#lines + 1] = t.uriTemplate .. " - " .. t.name .. ": " .. t.description
+  end
+  for _, r in ipairs(mcp.list_resources()) do
+    lines[#lines + 1] = r.uri .. " - " .. r.name .. ": " .. r.description
+  end
+  table.sort(lines)
+  return table.concat(lines, "\\n")
+end)
 `;
 
 /** A tool shaped as the namespace seed's `capture` (action `oneshot`) answering a capture result. */
@@ -148,6 +162,15 @@ describe('the seeds’ examples, verbatim, in a real hub', () => {
       callback: { content: true, err: 'inbox store is offline', is_error: false },
       returned: { text: 'not found', err: 'none', is_error: true },
     });
+  });
+
+  it('as Botster, listed resources without a description have "" as theirs', async () => {
+    const r = await client.callTool({ name: 'resource_index', arguments: {} });
+    assert.ok(!r.isError, text(r));
+    assert.equal(
+      text(r),
+      'botster://hubs/{hub_id}/agents - Hub Agents: \nbotster://status - Status: ',
+    );
   });
 
   it('namespace seed, mcp.image: both examples return a picture', async () => {
