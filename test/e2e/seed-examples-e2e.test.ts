@@ -2,16 +2,18 @@
  * The examples of the Botster registry seed and of the `mcp` namespace seed, each run verbatim
  * (their text pasted as the seeds show it) in a real hub and called by the SDK client over HTTP;
  * and Botster's registry semantics that a plugin ported from Botster relies on, as its
- * `lib/mcp.lua` does them, checked on plugins running in their worker threads (the default).
+ * `lib/mcp.lua` does them, checked on plugins running in their worker threads (the default);
+ * and the chilkat seed's stated property defaults, which no example script shows.
  */
 import { after, before, describe, it } from 'node:test';
+import { spawnSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { connectHttpClient } from '../helpers/mcp-client.js';
-import { ROOT, startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
+import { BIN, ROOT, startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
 
 const IMAGES = join(ROOT, 'test', 'fixtures', 'images');
 
@@ -95,6 +97,26 @@ const CAPTURE = (png: string) => `mcp.tool("capture", {
   return { imageBase64 = ${JSON.stringify(png)}, path = "/captures/oneshot.png" }
 end)`;
 
+/** The chilkat seed's stated defaults and conventions that no example script shows (moonhub run). */
+const CHILKAT_DEFAULTS = `local chilkat = require("chilkat")
+chilkat.unlock_bundle("...")
+local mcp = chilkat.Mcp.new()
+local out = {
+  auth_token = mcp.auth_token, connected = mcp.connected,
+  connect_timeout_ms = mcp.connect_timeout_ms, idle_timeout_ms = mcp.idle_timeout_ms,
+  heartbeat_ms = mcp.heartbeat_ms, protocol_version = mcp.protocol_version,
+  session_id = mcp.session_id, verbose_logging = mcp.verbose_logging,
+  server_instructions = mcp.server_instructions, version = mcp.version,
+  by_call = chilkat.Mcp().protocol_version,
+}
+mcp.last_method_success = false
+out.success_written = mcp.last_method_success
+out.close_unconnected = mcp:close()
+mcp:dispose()
+local ok, err = pcall(function() return mcp:list_tools(chilkat.JsonObject.new()) end)
+out.disposed_method = ok and "no error" or err
+return out`;
+
 function text(result: unknown): string {
   return ((result as { content: { text?: string }[] }).content ?? [])
     .map((c) => c.text ?? '')
@@ -170,6 +192,39 @@ describe('the seeds’ examples, verbatim, in a real hub', () => {
     assert.equal(
       text(r),
       'botster://hubs/{hub_id}/agents - Hub Agents: \nbotster://status - Status: ',
+    );
+  });
+
+  it('chilkat seed: property defaults, a writable last_method_success, close unconnected, dispose', async () => {
+    // `moonhub run`: execute scripts have no require (docs/lua-api.md, The execute tool).
+    const file = join(dir, 'chilkat-defaults.lua');
+    writeFileSync(file, CHILKAT_DEFAULTS);
+    const r = spawnSync(process.execPath, [BIN, 'run', file], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(r.status, 0, r.stderr);
+    const got = JSON.parse(r.stdout) as Record<string, unknown>;
+    const disposed = got.disposed_method;
+    assert.match(String(disposed), /chilkat\.Mcp: the object was disposed/);
+    assert.deepEqual(
+      { ...got, disposed_method: undefined },
+      {
+        auth_token: '',
+        connected: false,
+        connect_timeout_ms: 30000,
+        idle_timeout_ms: 180000,
+        heartbeat_ms: 0,
+        protocol_version: '2025-06-18',
+        session_id: '',
+        verbose_logging: false,
+        server_instructions: '',
+        version: '11.7.0',
+        by_call: '2025-06-18',
+        success_written: false,
+        close_unconnected: true,
+        disposed_method: undefined,
+      },
     );
   });
 
