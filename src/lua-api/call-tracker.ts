@@ -22,6 +22,13 @@ export interface CallTrackerLimits {
   maxConcurrent?: number;
 }
 
+/** How a call or task ended. */
+interface Outcome {
+  result?: ToolResult;
+  error?: string;
+  value?: unknown;
+}
+
 interface Entry {
   done: PollResult | undefined;
   result: ToolResult | undefined;
@@ -70,9 +77,10 @@ export class CallTracker {
   /** Starts a tool call, or records a refusal; returns the request id either way. */
   start(name: string, args: Record<string, unknown> | undefined, refused?: string): string {
     const reason = refused ?? this.refusal();
-    if (reason === undefined) this.started++;
+    // A refused call never runs: mcp.poll answers it at once, not after a turn (LUA_API §3.1).
+    if (reason !== undefined) return this.track('call', { error: reason });
+    this.started++;
     return this.track('call', async () => {
-      if (reason !== undefined) return { error: reason };
       this.running++;
       try {
         return { result: await this.caller().call(name, args ?? {}) };
@@ -101,32 +109,32 @@ export class CallTracker {
     });
   }
 
-  private track(
-    kind: string,
-    work: () => Promise<{ result?: ToolResult; error?: string; value?: unknown }>,
-  ): string {
+  /** Tracks work under a new id; an outcome known already (a refusal) is finished at once. */
+  private track(kind: string, work: (() => Promise<Outcome>) | Outcome): string {
     const id = `${kind}-${this.nextId++}`;
-    const entry: Entry = {
-      done: undefined,
-      result: undefined,
-      promise: work().then((out) => {
-        let done: PollResult;
-        if (out.error !== undefined) {
-          done = { id, is_error: true, content: out.error };
-        } else if (out.result !== undefined) {
-          entry.result = out.result;
-          done = { id, is_error: out.result.isError === true, content: resultText(out.result) };
-        } else {
-          done = { id, is_error: false, content: '', value: out.value };
-        }
-        entry.done = done;
-        this.finished.push(id);
-        this.forgetOld();
-        return done;
-      }),
-    };
+    const entry: Entry = { done: undefined, result: undefined, promise: undefined as never };
     this.entries.set(id, entry);
+    entry.promise =
+      typeof work === 'function'
+        ? work().then((out) => this.finish(id, entry, out))
+        : Promise.resolve(this.finish(id, entry, work));
     return id;
+  }
+
+  private finish(id: string, entry: Entry, out: Outcome): PollResult {
+    let done: PollResult;
+    if (out.error !== undefined) {
+      done = { id, is_error: true, content: out.error };
+    } else if (out.result !== undefined) {
+      entry.result = out.result;
+      done = { id, is_error: out.result.isError === true, content: resultText(out.result) };
+    } else {
+      done = { id, is_error: false, content: '', value: out.value };
+    }
+    entry.done = done;
+    this.finished.push(id);
+    this.forgetOld();
+    return done;
   }
 
   /**

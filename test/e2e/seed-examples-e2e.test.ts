@@ -137,6 +137,10 @@ describe('the seeds’ examples, verbatim, in a real hub', () => {
     writeFileSync(join(plugins, 'ported', 'init.lua'), PORTED);
     const png = readFileSync(join(IMAGES, 'rgba-7x5.png')).toString('base64');
     writeFileSync(join(plugins, 'camera.lua'), CAPTURE(png));
+    writeFileSync(
+      join(plugins, 'echo.lua'),
+      'mcp.tool("echo", {}, function(p) return p.text or "no args" end)\n',
+    );
     copyFileSync(join(IMAGES, 'rgba-7x5.png'), join(root, 'tmp', 'probe.png'));
     // execute's /source/ is this shared (read-only) root, where the seed's picture already is.
     const config = join(dir, 'moonhub.json');
@@ -226,6 +230,23 @@ describe('the seeds’ examples, verbatim, in a real hub', () => {
         disposed_method: undefined,
       },
     );
+  });
+
+  it('namespace seed, mcp.call: args a table, a JSON string or none; a refusal polls at once', async () => {
+    const code = `local refused = mcp.call("echo", "not json")
+local at_once = mcp.poll(refused)
+local ids = { mcp.call("echo", { text = "table" }), mcp.call("echo", '{"text":"string"}'), mcp.call("echo") }
+local got = {}
+for i, r in ipairs(task.await(ids)) do got[i] = r.content end
+return { at_once = at_once, got = got, unknown = mcp.poll("no-such-id").is_error }`;
+    const r = await client.callTool({ name: 'execute', arguments: { code } });
+    assert.ok(!r.isError, text(r));
+    const got = (r.structuredContent as { result: Record<string, unknown> }).result;
+    const atOnce = got.at_once as { is_error: boolean; content: string } | undefined;
+    assert.equal(atOnce?.is_error, true, 'mcp.poll answers a refused call without waiting');
+    assert.match(atOnce.content, /not JSON/);
+    assert.deepEqual(got.got, ['table', 'string', 'no args']);
+    assert.equal(got.unknown, true);
   });
 
   it('namespace seed, mcp.image: both examples return a picture', async () => {
