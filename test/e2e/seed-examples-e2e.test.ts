@@ -276,5 +276,19 @@ return { shot = mcp.image(shot) }`,
     }
     const verdict = (first.structuredContent as { result: { verdict: string } }).result.verdict;
     assert.equal(verdict, 'too dark');
+    // A capture result's path carries over into the image value.
+    const value = await client.callTool({
+      name: 'execute',
+      arguments: {
+        code: `local v = mcp.image(tools.use("capture", "oneshot", {}))
+return { path = v.path, width = v.width, height = v.height, bytes = v.bytes }`,
+      },
+    });
+    assert.deepEqual((value.structuredContent as { result: unknown }).result, {
+      path: '/captures/oneshot.png',
+      width: 7,
+      height: 5,
+      bytes: readFileSync(join(IMAGES, 'rgba-7x5.png')).length,
+    });
   });
 });
