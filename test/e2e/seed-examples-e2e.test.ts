@@ -137,6 +137,14 @@ describe('the seeds’ examples, verbatim, in a real hub', () => {
     writeFileSync(join(plugins, 'ported', 'init.lua'), PORTED);
     const png = readFileSync(join(IMAGES, 'rgba-7x5.png')).toString('base64');
     writeFileSync(join(plugins, 'camera.lua'), CAPTURE(png));
+    // Plugins load in name order: b_rules registers after a_rules.
+    for (const who of ['a', 'b']) {
+      writeFileSync(
+        join(plugins, `${who}_rules.lua`),
+        `mcp.tool("same", { description = "${who}" }, function() return "${who}" end)
+mcp.prompt("same-prompt", { description = "${who}" }, function() return "${who}" end)\n`,
+      );
+    }
     writeFileSync(
       join(plugins, 'echo.lua'),
       'mcp.tool("echo", {}, function(p) return p.text or "no args" end)\n',
@@ -177,6 +185,17 @@ describe('the seeds’ examples, verbatim, in a real hub', () => {
     assert.deepEqual(p.messages, [
       { role: 'user', content: { type: 'text', text: 'Hub context goes here' } },
     ]);
+  });
+
+  it('registry seed, Rules: the last registration wins for a tool or prompt name', async () => {
+    const tools = (await client.listTools()).tools.filter((t) => t.name === 'same');
+    assert.deepEqual(
+      tools.map((t) => t.description),
+      ['b'],
+    );
+    assert.equal(text(await client.callTool({ name: 'same', arguments: {} })), 'b');
+    const prompt = await client.getPrompt({ name: 'same-prompt', arguments: {} });
+    assert.equal(prompt.description, 'b');
   });
 
   it('as Botster, call_tool of a raising tool is nil, err (plugin in its worker)', async () => {
