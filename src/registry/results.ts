@@ -44,8 +44,22 @@ function normalizeItem(item: Record<string, unknown>): ContentItem {
   return out as ContentItem;
 }
 
+/** The content item types of MCP: only an array led by one of these is taken as content. */
+const CONTENT_TYPES = new Set(['text', 'image', 'audio', 'resource', 'resource_link']);
+
+/**
+ * A content array: its first item's `type` is an MCP content type. Records that merely have a
+ * `type` field (`{ {type = "bug", title = ...} }`) are data, sent as JSON: passed through, they
+ * made a result that no client accepts.
+ */
 function isContentArray(v: unknown): v is Record<string, unknown>[] {
-  return Array.isArray(v) && v.length > 0 && isPlainObject(v[0]) && typeof v[0].type === 'string';
+  return (
+    Array.isArray(v) &&
+    v.length > 0 &&
+    isPlainObject(v[0]) &&
+    typeof v[0].type === 'string' &&
+    CONTENT_TYPES.has(v[0].type)
+  );
 }
 
 export function toToolResult(value: unknown): ToolResult {

@@ -73,6 +73,10 @@ mcp.tool("check_raised", {}, function(params, context)
     returned = { text = rc and rc[1].text, err = rerr or "none", is_error = ris == true },
   }
 end)
+-- Records with a \`type\` field of their own are data, not MCP content items.
+mcp.tool("open_issues", {}, function()
+  return { { type = "bug", title = "crash on save" }, { type = "feature", title = "dark mode" } }
+end)
 mcp.resource("botster://hubs/{hub_id}/agents", { name = "Hub Agents" }, function(p) return {} end)
 mcp.resource("botster://status", { name = "Status" }, function() return "up" end)
 -- A Botster plugin's index of its resources: descriptions are strings there ("" when none).
@@ -216,6 +220,15 @@ mcp.prompt("same-prompt", { description = "${who}" }, function() return "${who}"
       text(r),
       'botster://hubs/{hub_id}/agents - Hub Agents: \nbotster://status - Status: ',
     );
+  });
+
+  it('a list of records that have a type field of their own is sent as JSON text', async () => {
+    const r = await client.callTool({ name: 'open_issues', arguments: {} });
+    assert.ok(!r.isError, text(r));
+    assert.deepEqual(JSON.parse(text(r)), [
+      { type: 'bug', title: 'crash on save' },
+      { type: 'feature', title: 'dark mode' },
+    ]);
   });
 
   it('chilkat seed: property defaults, a writable last_method_success, close unconnected, dispose', async () => {
