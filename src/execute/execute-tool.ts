@@ -62,6 +62,13 @@ interface ViewTools {
   direct: DirectPlan | undefined;
 }
 
+/**
+ * A script reaches every tool the caller sees except execute itself. At module level: a closure
+ * made in the handler would share the handler's context (the request, the run) and, kept in the
+ * run's view by the plugins' finished calls, hold it long after the run.
+ */
+const hideExecute = (owner: string): boolean => owner === EXECUTE_OWNER;
+
 export function executeHandler(
   registry: Registry,
   pool: ScriptPool,
@@ -79,41 +86,8 @@ export function executeHandler(
       opts.maxTimeoutMs,
     );
     const inner = new AbortController();
-    let notices = 0;
-    const caller = registryCaller({
-      registry,
-      ctx,
-      // A script reaches every tool the caller sees except execute itself.
-      hide: (owner) => owner === EXECUTE_OWNER,
-      signal: inner.signal,
-      notice: (text, params) => {
-        let data: Record<string, unknown>;
-        try {
-          const pictures = extractImages(params ?? null);
-          data = { text, params: pictures.value ?? null, images: pictures.images };
-        } catch (err) {
-          data = { text, error: (err as Error).message };
-        }
-        notices++;
-        if (!ctx.peer) {
-          logger.info({ source: 'notice', ...data }, text);
-          return;
-        }
-        try {
-          ctx.peer.progress(notices, undefined, text);
-          ctx.peer.log('info', data, 'execute');
-        } catch (err) {
-          // A notice is best effort: a caller that went away must not fail the script.
-          logger.debug({ err }, 'could not send a notice to the caller');
-        }
-      },
-    });
-    if (gate !== undefined) limitInnerCalls(caller, gate, ctx.principal);
     const sink = sinkOf();
-    if (sink !== undefined) observeHubCalls(caller, sink, ctx);
-    // observe: inner calls answer worker messages, outside this call's async context; bound to
-    // it, their trace spans nest under this call's (a no-op while tracing is off).
-    caller.call = context.bind(context.active(), caller.call);
+    const caller = scriptCaller(registry, ctx, inner.signal, logger, gate, sink);
     try {
       const tools = toolNames(ctx.filter, caller);
       const outcome = await pool.run({
@@ -156,13 +130,69 @@ function toolResultOf(outcome: ScriptOutcome): ToolResult {
 }
 
 /**
+ * The caller a run's script acts through: the caller's view less `execute` itself, inner calls
+ * rate-limited and observed as configured, bound to this call's trace context. Built once, from
+ * functions of their own: a closure stored in the caller shares the context of the function
+ * that made it, and one made in the handler (or assigned onto the caller) kept the run's whole
+ * request alive past the young generation, ~5 KB a run (docs/performance.md, "Session 10").
+ */
+function scriptCaller(
+  registry: Registry,
+  ctx: CallContext,
+  signal: AbortSignal,
+  logger: Logger,
+  gate: InnerRateGate | undefined,
+  sink: InnerCallSink | undefined,
+): ToolCaller {
+  const base = registryCaller({
+    registry,
+    ctx,
+    hide: hideExecute,
+    signal,
+    notice: noticeTo(ctx, logger),
+  });
+  let call = base.call;
+  if (gate !== undefined) call = rateLimited(call, gate, ctx.principal);
+  if (sink !== undefined) call = observeHubCalls(call, sink, ctx);
+  // observe: inner calls answer worker messages, outside this call's async context; bound to
+  // it, their trace spans nest under this call's (a no-op while tracing is off).
+  call = context.bind(context.active(), call);
+  return { call, listTools: base.listTools, notice: base.notice, context: base.context };
+}
+
+/** A script's `notice`: progress and a log message to the caller (or the hub's log). */
+function noticeTo(ctx: CallContext, logger: Logger): (text: string, params: unknown) => void {
+  let notices = 0;
+  return (text, params) => {
+    let data: Record<string, unknown>;
+    try {
+      const pictures = extractImages(params ?? null);
+      data = { text, params: pictures.value ?? null, images: pictures.images };
+    } catch (err) {
+      data = { text, error: (err as Error).message };
+    }
+    notices++;
+    if (!ctx.peer) {
+      logger.info({ source: 'notice', ...data }, text);
+      return;
+    }
+    try {
+      ctx.peer.progress(notices, undefined, text);
+      ctx.peer.log('info', data, 'execute');
+    } catch (err) {
+      // A notice is best effort: a caller that went away must not fail the script.
+      logger.debug({ err }, 'could not send a notice to the caller');
+    }
+  };
+}
+
+/**
  * Inner calls take their (principal, tool) token as the caller's own tools/call would: a script
  * must not be a way around `limits.rate.tool`. A refused call fails like any inner call that
  * fails (the script sees the error and may wait and retry).
  */
-function limitInnerCalls(caller: ToolCaller, gate: InnerRateGate, principal?: string): void {
-  const call = caller.call;
-  caller.call = (name, args) => {
+function rateLimited(call: ToolCaller['call'], gate: InnerRateGate, principal?: string) {
+  return (name: string, args: Record<string, unknown>): Promise<ToolResult> => {
     const refusal = gate.take(principal, name);
     if (refusal === undefined) return call(name, args);
     const { limit, retryAfterMs } = refusal;

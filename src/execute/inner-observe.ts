@@ -63,11 +63,14 @@ function who(ctx: CallContext): Pick<InnerCallStart, 'principal' | 'sessionId'> 
   return { principal: ctx.principal, sessionId: ctx.session_uuid };
 }
 
-/** Observes each call a script makes through the hub's thread. */
-export function observeHubCalls(caller: ToolCaller, sink: InnerCallSink, ctx: CallContext): void {
-  const call = caller.call;
+/** `call`, with each call a script makes through the hub's thread observed. */
+export function observeHubCalls(
+  call: ToolCaller['call'],
+  sink: InnerCallSink,
+  ctx: CallContext,
+): ToolCaller['call'] {
   const id = who(ctx);
-  caller.call = (name, args) => {
+  return (name, args) => {
     const t0 = performance.now();
     const end = sink.start({
       name,

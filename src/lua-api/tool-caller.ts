@@ -40,9 +40,7 @@ export interface RegistryCallerOptions {
 /** A caller over the registry, seeing exactly what `ctx.filter` lets it see. */
 export function registryCaller(opts: RegistryCallerOptions): ToolCaller {
   const { registry, ctx, hide, signal } = opts;
-  const outer = ctx.filter;
-  const view: OwnerFilter =
-    hide === undefined ? outer : (owner) => !hide(owner) && (outer === undefined || outer(owner));
+  const view = hidingView(ctx.filter, hide);
   const inner: CallContext = { ...ctx, filter: view };
   if (signal !== undefined) inner.signal = signal;
   return {
@@ -51,4 +49,15 @@ export function registryCaller(opts: RegistryCallerOptions): ToolCaller {
     notice: (text, params) => opts.notice?.(text, params),
     context: inner,
   };
+}
+
+/**
+ * The caller's view less the hidden owners. Made in a function of its own: a closure shares its
+ * scope's context with every other closure made there, and this one outlives the run (finished
+ * calls keep their view, hub-answers.ts `endedContext`); made in `registryCaller` it kept the
+ * run's whole request alive through ~1,000 later runs (docs/performance.md, "Session 10").
+ */
+function hidingView(outer: OwnerFilter, hide: OwnerGuard | undefined): OwnerFilter {
+  if (hide === undefined) return outer;
+  return (owner) => !hide(owner) && (outer === undefined || outer(owner));
 }
