@@ -166,6 +166,7 @@ export class Registry {
     if (spec.outputSchema !== undefined) info.outputSchema = spec.outputSchema;
     if (spec.annotations !== undefined) info.annotations = spec.annotations;
     if (spec.icons !== undefined) info.icons = spec.icons;
+    this.tookOver('tool', spec.name, this.tools.get(spec.name)?.entry.owner, owner);
     this.tools.set(spec.name, { entry: { ...spec, owner }, info, validate });
     this.events.changed('tools');
   }
@@ -261,8 +262,18 @@ export class Registry {
   addPrompt(owner: string, spec: PromptSpec): void {
     if (!spec.name)
       throw new RegistryError('invalid_definition', 'a prompt needs a non-empty name');
+    this.tookOver('prompt', spec.name, this.prompts.get(spec.name)?.owner, owner);
     this.prompts.set(spec.name, { ...spec, owner });
     this.events.changed('prompts');
+  }
+
+  /** The last registration wins (LUA_API §2): one taking another plugin's name is told. */
+  private tookOver(kind: string, name: string, was: string | undefined, now: string): void {
+    if (was !== undefined && was !== now)
+      this.events.definitionWarning(
+        now,
+        `${kind} '${name}' replaces the one registered by '${was}' (the last registration wins)`,
+      );
   }
 
   removePrompt(name: string, owner?: string): boolean {

@@ -200,6 +200,12 @@ mcp.prompt("same-prompt", { description = "${who}" }, function() return "${who}"
     assert.equal(text(await client.callTool({ name: 'same', arguments: {} })), 'b');
     const prompt = await client.getPrompt({ name: 'same-prompt', arguments: {} });
     assert.equal(prompt.description, 'b');
+    // The operator is told which plugin took a name from which.
+    assert.match(
+      hub.log(),
+      /"plugin":"b_rules"[^\n]*tool 'same' replaces the one registered by 'a_rules'/,
+    );
+    assert.match(hub.log(), /prompt 'same-prompt' replaces the one registered by 'a_rules'/);
   });
 
   it('as Botster, call_tool of a raising tool is nil, err (plugin in its worker)', async () => {
