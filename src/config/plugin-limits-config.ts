@@ -16,6 +16,8 @@ export interface PluginLimitsConfig {
   write_bytes?: number;
   upstream_answer_bytes?: number;
   upstream_pipeline?: number;
+  upstream_requests_per_second?: number;
+  upstream_requests_in_flight?: number;
 }
 
 type CamelCase<S extends string> = S extends `${infer H}_${infer T}`

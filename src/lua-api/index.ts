@@ -107,6 +107,8 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
     answerBytes: limits.upstreamAnswerBytes,
     pipelineDepth: limits.upstreamPipeline,
     maxEntries: limits.registrations,
+    requestsPerSecond: limits.upstreamRequestsPerSecond,
+    requestsInFlight: limits.upstreamRequestsInFlight,
   });
   installChilkat(state, { root: opts.root });
 }

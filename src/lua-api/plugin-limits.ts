@@ -6,6 +6,12 @@
  * refusal names its key. docs/security.md lists them all.
  */
 import { BridgeSizeError } from '../lua/bridge.js';
+import {
+  DEFAULT_UPSTREAM_REQUESTS_IN_FLIGHT,
+  DEFAULT_UPSTREAM_REQUESTS_PER_SECOND,
+  REQUESTS_IN_FLIGHT_KEY,
+  REQUESTS_PER_SECOND_KEY,
+} from '../upstream/request-gate.js';
 
 export interface PluginLimits {
   /** Bytes a handler's result may take once read from Lua (`result_bytes`). */
@@ -28,6 +34,10 @@ export interface PluginLimits {
   upstreamAnswerBytes: number;
   /** Requests to a proxied plain-http upstream written together on one socket (`upstream_pipeline`). */
   upstreamPipeline: number;
+  /** Requests a proxied upstream sends the hub (ping, sampling...) taken a second (`upstream_requests_per_second`). */
+  upstreamRequestsPerSecond: number;
+  /** ... and handled at once, until their answer is sent (`upstream_requests_in_flight`). */
+  upstreamRequestsInFlight: number;
 }
 
 export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
@@ -41,6 +51,8 @@ export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
   writeBytes: 64 * 1024 * 1024,
   upstreamAnswerBytes: 16 * 1024 * 1024,
   upstreamPipeline: 8,
+  upstreamRequestsPerSecond: DEFAULT_UPSTREAM_REQUESTS_PER_SECOND,
+  upstreamRequestsInFlight: DEFAULT_UPSTREAM_REQUESTS_IN_FLIGHT,
 };
 
 /** The config key of each limit, for error messages. */
@@ -55,6 +67,8 @@ export const PLUGIN_LIMIT_KEYS: Record<keyof PluginLimits, string> = {
   writeBytes: 'plugin_limits.write_bytes',
   upstreamAnswerBytes: 'plugin_limits.upstream_answer_bytes',
   upstreamPipeline: 'plugin_limits.upstream_pipeline',
+  upstreamRequestsPerSecond: REQUESTS_PER_SECOND_KEY,
+  upstreamRequestsInFlight: REQUESTS_IN_FLIGHT_KEY,
 };
 
 export function resolvePluginLimits(given: Partial<PluginLimits> = {}): PluginLimits {

@@ -11,6 +11,8 @@ export interface ProxyLimits {
   answerBytes?: number;
   pipelineDepth?: number;
   maxEntries?: number;
+  requestsPerSecond?: number;
+  requestsInFlight?: number;
 }
 
 /** ProxyOptions from the Lua options table `given` (the callbacks left unset). */
@@ -39,6 +41,8 @@ export function proxyOptionsFrom(
     answerBytes: limits.answerBytes,
     pipelineDepth: limits.pipelineDepth,
     maxEntries: limits.maxEntries,
+    requestsPerSecond: limits.requestsPerSecond,
+    requestsInFlight: limits.requestsInFlight,
   };
   const oauth = oauthOptions(given.oauth);
   if (oauth !== undefined) proxyOpts.oauth = oauth;

@@ -27,6 +27,10 @@ export interface ProxyBindingOptions {
   pipelineDepth?: number;
   /** Tools, prompts and resources imported per upstream (plugin_limits.registrations). */
   maxEntries?: number;
+  /** An upstream's requests to the hub taken per second (upstream_requests_per_second). */
+  requestsPerSecond?: number;
+  /** ... and handled at once (plugin_limits.upstream_requests_in_flight). */
+  requestsInFlight?: number;
 }
 
 /** Longest a `mcp.proxy` call waits for the first import before returning `false, err`. */

@@ -41,6 +41,13 @@ export interface ConnectionOptions {
    * (HTTP/1.1 pipelining, raw-http.ts); 1 sends each on its own. Default 8.
    */
   pipelineDepth?: number;
+  /**
+   * Requests the upstream sends the hub (ping, sampling...) taken per second and handled at once
+   * (request-gate.ts; defaults 50 and 16); the rest are dropped, and `onRequestsDropped` told.
+   */
+  requestsPerSecond?: number;
+  requestsInFlight?: number;
+  onRequestsDropped?: (message: string) => void;
   /** OAuth to the upstream (HTTP): discovery, registration, a headless authorization. */
   oauth?: OAuthSettings;
   /** Asked for new credentials on 401/403; returning nothing gives up. */

@@ -27,6 +27,8 @@ import { UpstreamError } from './upstream-error.js';
 import { describe, isConnectionError, statusOf } from './connection-errors.js';
 import type { ConnectionOptions, RequestExtras, UpstreamState } from './connection-options.js';
 import { DEFAULT_PIPELINE_DEPTH, RawHttpPool } from './raw-http.js';
+import { RequestGate } from './request-gate.js';
+import { Reconnect } from './reconnect.js';
 
 export { UpstreamError } from './upstream-error.js';
 
@@ -62,8 +64,7 @@ export class UpstreamConnection {
   /** Plain-http upstreams: the direct path's own keep-alive sockets (raw-http.ts). */
   private pool: RawHttpPool | undefined;
   private connecting: Promise<Client> | undefined;
-  private retryTimer: NodeJS.Timeout | undefined;
-  private backoff: number;
+  private readonly retry: Reconnect;
   private token: string | undefined;
   private headers: Record<string, string>;
   private useSse = false;
@@ -71,6 +72,8 @@ export class UpstreamConnection {
   private lastTransport: Transport | undefined;
   /** Requests in flight on the current client, aborted when its connection is lost. */
   private readonly inFlight = new Set<AbortController>();
+  /** The upstream's own requests to the hub (ping, sampling...), bounded across reconnects. */
+  private readonly gate: RequestGate;
   private readonly opts: ConnectionOptions;
 
   constructor(opts: ConnectionOptions) {
@@ -78,10 +81,16 @@ export class UpstreamConnection {
     this.url = opts.url;
     this.kind = upstreamKind(opts.url);
     this.useSse = this.kind === 'sse';
-    this.backoff = opts.backoffMs ?? 250;
+    this.retry = new Reconnect(opts.backoffMs, opts.maxBackoffMs);
     this.token = opts.token;
     this.headers = { ...opts.headers };
     this.oauth = opts.oauth && this.kind !== 'stdio' ? oauthProvider(opts.oauth) : undefined;
+    this.gate = new RequestGate({
+      perSecond: opts.requestsPerSecond,
+      inFlight: opts.requestsInFlight,
+      onDropped: opts.onRequestsDropped,
+      onFlood: (why) => this.flooded(why),
+    });
   }
 
   /** After the SDK ran the OAuth flow up to the redirect: hands it the code; false if none. */
@@ -108,8 +117,7 @@ export class UpstreamConnection {
   }
 
   private async attempt(): Promise<Client> {
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = undefined;
+    this.retry.cancel();
     this.state = 'connecting';
     this.attempts++;
     try {
@@ -145,7 +153,7 @@ export class UpstreamConnection {
       this.state = 'connected';
       this.lastError = undefined;
       this.connects++;
-      this.backoff = this.opts.backoffMs ?? 250;
+      this.retry.connected();
       this.opts.onConnected?.();
       return client;
     } catch (err) {
@@ -191,6 +199,7 @@ export class UpstreamConnection {
       authProvider: this.oauth,
       onIncoming: this.opts.onIncoming,
       onSpawn: this.opts.onSpawn,
+      gate: this.gate,
     });
     this.lastTransport = transport;
     client.onclose = () => this.lost(client, 'the upstream closed the connection');
@@ -281,6 +290,7 @@ export class UpstreamConnection {
     this.forget(client);
     for (const ac of this.inFlight) ac.abort(new UpstreamError(`connection lost: ${reason}`));
     this.inFlight.clear();
+    this.gate.reset();
     client.onclose = undefined;
     void client.close().catch(() => undefined);
     if (this.state === 'closed') return;
@@ -290,15 +300,17 @@ export class UpstreamConnection {
     this.scheduleRetry();
   }
 
+  /**
+   * The upstream floods the hub with requests: each still costs the hub's thread its parsing,
+   * so the connection is dropped, and made again after a delay that grows with each flood.
+   */
+  private flooded(why: string): void {
+    if (this.client) this.lost(this.client, `${why}; reconnecting in ${this.retry.flooded()} ms`);
+  }
+
   private scheduleRetry(): void {
-    if (this.opts.autoReconnect === false || this.state === 'closed' || this.retryTimer) return;
-    const delay = this.backoff;
-    this.backoff = Math.min(this.backoff * 2, this.opts.maxBackoffMs ?? 30_000);
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      this.start();
-    }, delay);
-    this.retryTimer.unref();
+    if (this.opts.autoReconnect === false || this.state === 'closed') return;
+    this.retry.schedule(() => this.start());
   }
 
   private async reauthorize(status: number): Promise<boolean> {
@@ -440,14 +452,14 @@ export class UpstreamConnection {
   /** Ends the session (HTTP DELETE where the transport does that) and kills a stdio child. */
   async close(): Promise<void> {
     this.state = 'closed';
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = undefined;
+    this.retry.cancel();
     const client = this.client;
     if (client) this.forget(client);
     this.agent?.destroy();
     this.agent = undefined;
     this.pool?.close();
     this.pool = undefined;
+    this.gate.close();
     if (!client) return;
     client.onclose = undefined;
     const transport = client.transport as { terminateSession?: () => Promise<void> } | undefined;

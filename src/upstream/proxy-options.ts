@@ -36,6 +36,10 @@ export interface ProxyOptions {
    * (plugin_limits.registrations; default 10000).
    */
   maxEntries?: number;
+  /** The upstream's requests to the hub taken per second (upstream_requests_per_second; 50). */
+  requestsPerSecond?: number;
+  /** ... and handled at once (plugin_limits.upstream_requests_in_flight; default 16). */
+  requestsInFlight?: number;
 }
 
 export interface ProxyStatus {

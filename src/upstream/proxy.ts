@@ -98,6 +98,9 @@ export class UpstreamProxy {
       backoffMs: opts.backoffMs,
       answerBytes: opts.answerBytes,
       pipelineDepth: opts.pipelineDepth,
+      requestsPerSecond: opts.requestsPerSecond,
+      requestsInFlight: opts.requestsInFlight,
+      onRequestsDropped: (message) => this.logger.warn(message),
       oauth: opts.oauth,
       // applyDefaults: the SDK fills omitted fields of an accepted elicitation from the schema's
       // defaults (SEP-1034) before the answer goes upstream.

@@ -11,6 +11,7 @@ import type {
   Transport,
 } from '@modelcontextprotocol/client';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
+import type { RequestGate } from './request-gate.js';
 
 export type UpstreamKind = 'http' | 'sse' | 'stdio';
 
@@ -25,6 +26,8 @@ export interface TransportSettings {
   onIncoming?: (message: JSONRPCMessage) => void;
   /** Called with the child's pid once a stdio subprocess runs. */
   onSpawn?: (pid: number) => void;
+  /** Bounds the requests the upstream sends (request-gate.ts); shared across reconnects. */
+  gate?: RequestGate;
 }
 
 export function upstreamKind(url: string): UpstreamKind {
@@ -112,6 +115,23 @@ export function createTransport(
   return recording(inner, settings);
 }
 
+/** Sends `message`, freeing the gate's place of the request it answers once it is out. */
+function gatedSend(
+  gate: RequestGate,
+  send: (m: JSONRPCMessage, o?: unknown) => Promise<void>,
+  message: JSONRPCMessage,
+  options: unknown,
+): Promise<void> {
+  if (!gate.answers(message)) return send(message, options);
+  const id = (message as { id: string | number }).id;
+  const sent = send(message, options);
+  sent.then(
+    () => gate.done(id),
+    () => gate.done(id),
+  );
+  return sent;
+}
+
 /**
  * Wraps a transport so every incoming message is seen before the client handles it, and so
  * responses keep their place behind the notifications sent before them: the SDK client hands a
@@ -121,6 +141,7 @@ export function createTransport(
 function recording(inner: Transport, settings: TransportSettings): Transport {
   const onIncoming = settings.onIncoming;
   const onSpawn = settings.onSpawn;
+  const gate = settings.gate;
   return new Proxy(inner, {
     set(target, prop, value: unknown) {
       if (prop === 'onmessage' && typeof value === 'function') {
@@ -129,6 +150,8 @@ function recording(inner: Transport, settings: TransportSettings): Transport {
           m: JSONRPCMessage,
           extra?: unknown,
         ) => {
+          // A request past the gate's bounds is dropped before anything handles it.
+          if (gate && 'method' in m && 'id' in m && !gate.admit(m.id as string | number)) return;
           onIncoming?.(m);
           if ('method' in m) handler(m, extra);
           else queueMicrotask(() => handler(m, extra));
@@ -140,6 +163,11 @@ function recording(inner: Transport, settings: TransportSettings): Transport {
     },
     get(target, prop) {
       const v = (target as unknown as Record<string | symbol, unknown>)[prop];
+      if (prop === 'send' && typeof v === 'function' && gate) {
+        const send = (v as (m: JSONRPCMessage, o?: unknown) => Promise<void>).bind(target);
+        return (message: JSONRPCMessage, options?: unknown) =>
+          gatedSend(gate, send, message, options);
+      }
       if (prop === 'start' && typeof v === 'function' && onSpawn) {
         return async () => {
           await (v as () => Promise<void>).call(target);
