@@ -18,6 +18,7 @@ export interface PluginLimitsConfig {
   upstream_pipeline?: number;
   upstream_requests_per_second?: number;
   upstream_requests_in_flight?: number;
+  upstream_import_interval_ms?: number;
 }
 
 type CamelCase<S extends string> = S extends `${infer H}_${infer T}`

@@ -109,6 +109,7 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
     maxEntries: limits.registrations,
     requestsPerSecond: limits.upstreamRequestsPerSecond,
     requestsInFlight: limits.upstreamRequestsInFlight,
+    importIntervalMs: limits.upstreamImportIntervalMs,
   });
   installChilkat(state, { root: opts.root });
 }

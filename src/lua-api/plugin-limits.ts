@@ -12,6 +12,7 @@ import {
   REQUESTS_IN_FLIGHT_KEY,
   REQUESTS_PER_SECOND_KEY,
 } from '../upstream/request-gate.js';
+import { DEFAULT_IMPORT_INTERVAL_MS, IMPORT_INTERVAL_KEY } from '../upstream/import-pacer.js';
 
 export interface PluginLimits {
   /** Bytes a handler's result may take once read from Lua (`result_bytes`). */
@@ -38,6 +39,8 @@ export interface PluginLimits {
   upstreamRequestsPerSecond: number;
   /** ... and handled at once, until their answer is sent (`upstream_requests_in_flight`). */
   upstreamRequestsInFlight: number;
+  /** Least time between re-imports an upstream's list_changed asks for (`upstream_import_interval_ms`). */
+  upstreamImportIntervalMs: number;
 }
 
 export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
@@ -53,6 +56,7 @@ export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
   upstreamPipeline: 8,
   upstreamRequestsPerSecond: DEFAULT_UPSTREAM_REQUESTS_PER_SECOND,
   upstreamRequestsInFlight: DEFAULT_UPSTREAM_REQUESTS_IN_FLIGHT,
+  upstreamImportIntervalMs: DEFAULT_IMPORT_INTERVAL_MS,
 };
 
 /** The config key of each limit, for error messages. */
@@ -69,6 +73,7 @@ export const PLUGIN_LIMIT_KEYS: Record<keyof PluginLimits, string> = {
   upstreamPipeline: 'plugin_limits.upstream_pipeline',
   upstreamRequestsPerSecond: REQUESTS_PER_SECOND_KEY,
   upstreamRequestsInFlight: REQUESTS_IN_FLIGHT_KEY,
+  upstreamImportIntervalMs: IMPORT_INTERVAL_KEY,
 };
 
 export function resolvePluginLimits(given: Partial<PluginLimits> = {}): PluginLimits {

@@ -13,6 +13,7 @@ export interface ProxyLimits {
   maxEntries?: number;
   requestsPerSecond?: number;
   requestsInFlight?: number;
+  importIntervalMs?: number;
 }
 
 /** ProxyOptions from the Lua options table `given` (the callbacks left unset). */
@@ -43,6 +44,7 @@ export function proxyOptionsFrom(
     maxEntries: limits.maxEntries,
     requestsPerSecond: limits.requestsPerSecond,
     requestsInFlight: limits.requestsInFlight,
+    importIntervalMs: limits.importIntervalMs,
   };
   const oauth = oauthOptions(given.oauth);
   if (oauth !== undefined) proxyOpts.oauth = oauth;

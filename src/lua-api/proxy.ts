@@ -31,6 +31,8 @@ export interface ProxyBindingOptions {
   requestsPerSecond?: number;
   /** ... and handled at once (plugin_limits.upstream_requests_in_flight). */
   requestsInFlight?: number;
+  /** Least time between imports an upstream's list_changed asks for (upstream_import_interval_ms). */
+  importIntervalMs?: number;
 }
 
 /** Longest a `mcp.proxy` call waits for the first import before returning `false, err`. */

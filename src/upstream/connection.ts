@@ -45,6 +45,8 @@ const SDK_CALLS: Record<
   'resources/read': (c, p, o) => c.readResource(p as { uri: string }, o),
 };
 
+const NO_REFRESH = { autoRefresh: false, debounceMs: 0 } as const;
+
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 export const DEFAULT_CALL_TIMEOUT_MS = 60_000;
 
@@ -176,14 +178,13 @@ export class UpstreamConnection {
         mode: this.kind === 'http' && !this.useSse ? (this.opts.versionMode ?? 'auto') : 'legacy',
       },
       supportedProtocolVersions: this.opts.protocolVersions,
+      // No SDK debounce (trailing: a steady stream of list_changed put it off for ever); the
+      // proxy paces its imports (import-pacer.ts).
       listChanged: this.opts.onListChanged
         ? {
-            tools: { onChanged: () => this.opts.onListChanged?.('tools'), autoRefresh: false },
-            prompts: { onChanged: () => this.opts.onListChanged?.('prompts'), autoRefresh: false },
-            resources: {
-              onChanged: () => this.opts.onListChanged?.('resources'),
-              autoRefresh: false,
-            },
+            tools: { onChanged: () => this.opts.onListChanged?.('tools'), ...NO_REFRESH },
+            prompts: { onChanged: () => this.opts.onListChanged?.('prompts'), ...NO_REFRESH },
+            resources: { onChanged: () => this.opts.onListChanged?.('resources'), ...NO_REFRESH },
           }
         : undefined,
     });

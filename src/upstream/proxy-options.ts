@@ -40,6 +40,8 @@ export interface ProxyOptions {
   requestsPerSecond?: number;
   /** ... and handled at once (plugin_limits.upstream_requests_in_flight; default 16). */
   requestsInFlight?: number;
+  /** Least time between imports the upstream's list_changed asks for (upstream_import_interval_ms). */
+  importIntervalMs?: number;
 }
 
 export interface ProxyStatus {

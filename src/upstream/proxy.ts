@@ -22,6 +22,7 @@ import { UpstreamRelay } from './relay.js';
 import { botsterMeta } from './botster-meta.js';
 import { failureResult } from '../registry/registry.js';
 import { upstreamCallHookOf } from './call-hook.js';
+import { DEFAULT_IMPORT_INTERVAL_MS, ImportPacer } from './import-pacer.js';
 import {
   capped,
   checkStructured,
@@ -69,8 +70,7 @@ export class UpstreamProxy {
   private registered = new Map<string, string>();
   private prompts = new Set<string>();
   private resources = new Set<string>();
-  private importing: Promise<void> | undefined;
-  private reimport = false;
+  private readonly importer: ImportPacer;
   private closed = false;
   /** The running stdio child's process id. */
   private pid: number | undefined;
@@ -83,6 +83,11 @@ export class UpstreamProxy {
     this.url = url;
     this.opts = opts;
     this.logger = logger.child({ upstream: url });
+    this.importer = new ImportPacer(
+      () => this.importOnce(),
+      opts.importIntervalMs ?? DEFAULT_IMPORT_INTERVAL_MS,
+      () => this.closed,
+    );
     this.relay = new UpstreamRelay((level, data, name) =>
       this.logger.info({ level, logger: name, data }, 'upstream log message'),
     );
@@ -114,9 +119,9 @@ export class UpstreamProxy {
         this.opts.onAuthError ? this.opts.onAuthError(status) : Promise.resolve({}),
       relay: this.relay,
       onSpawn: (pid) => (this.pid = pid),
-      onListChanged: (kind) => {
-        this.logger.info({ kind }, 'upstream list changed; re-importing');
-        void this.refreshImport();
+      onListChanged: () => {
+        // No log line here: a flood of them would be one too (the import logs).
+        void this.refreshImport(true);
       },
       onConnected: () => {
         this.logger.info({ connects: this.connection.connects }, 'upstream connected');
@@ -137,7 +142,7 @@ export class UpstreamProxy {
     while (Date.now() < deadline && this.connection.state === 'connecting') {
       await new Promise((r) => setTimeout(r, 10));
     }
-    await this.importing;
+    await this.importer.current;
   }
 
   /** A second `mcp.proxy(url)`: new options, definitions approved as they are now, re-import. */
@@ -150,22 +155,17 @@ export class UpstreamProxy {
     else this.start();
   }
 
-  private refreshImport(): Promise<void> {
-    if (this.importing) {
-      this.reimport = true;
-      return this.importing;
+  /** Imports the lists now, or joins the import running (`paced`: as list_changed asks). */
+  private refreshImport(paced = false): Promise<void> {
+    return this.importer.request(paced);
+  }
+
+  private async importOnce(): Promise<void> {
+    try {
+      await this.importAll();
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message }, 'could not import the upstream lists');
     }
-    this.importing = (async () => {
-      do {
-        this.reimport = false;
-        try {
-          await this.importAll();
-        } catch (err) {
-          this.logger.warn({ err: (err as Error).message }, 'could not import the upstream lists');
-        }
-      } while (this.reimport && !this.closed);
-    })().finally(() => (this.importing = undefined));
-    return this.importing;
   }
 
   private wanted(name: string): boolean {

@@ -9,7 +9,9 @@
  * dropped unanswered (an error answer would cost the same send) and counted. Dropping still
  * costs the hub's thread the parsing of each message, so an upstream that goes on past
  * FLOOD_FACTOR times its rate in one report window is a flood: `onFlood` (the connection drops
- * it and reconnects later, see connection.ts).
+ * it and reconnects later, see connection.ts). Notifications are not dropped (progress, logs,
+ * list_changed have their own bounds further on), but more than NOTICE_FLOOD_FACTOR times the
+ * rate of them in a second is a flood the same way.
  */
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 
@@ -18,6 +20,9 @@ export const DEFAULT_UPSTREAM_REQUESTS_IN_FLIGHT = 16;
 
 /** Dropped requests in one window, in multiples of the rate, that make a flood. */
 export const FLOOD_FACTOR = 10;
+
+/** Notifications in one second, in multiples of the request rate, that make a flood. */
+export const NOTICE_FLOOD_FACTOR = 100;
 
 export const REQUESTS_PER_SECOND_KEY = 'plugin_limits.upstream_requests_per_second';
 export const REQUESTS_IN_FLIGHT_KEY = 'plugin_limits.upstream_requests_in_flight';
@@ -47,6 +52,8 @@ export class RequestGate {
   private readonly onDropped: ((message: string) => void) | undefined;
   private readonly onFlood: ((message: string) => void) | undefined;
   private flooded = false;
+  private notices = 0;
+  private noticeWindow = -Infinity;
 
   constructor(opts: RequestGateOptions = {}) {
     this.perSecond = opts.perSecond ?? DEFAULT_UPSTREAM_REQUESTS_PER_SECOND;
@@ -83,6 +90,19 @@ export class RequestGate {
       );
     }
     return false;
+  }
+
+  /** An incoming notification: counted in one-second windows; past the bound, a flood. */
+  notified(): void {
+    const now = performance.now();
+    if (now - this.noticeWindow >= 1000) {
+      this.noticeWindow = now;
+      this.notices = 0;
+    }
+    if (++this.notices === NOTICE_FLOOD_FACTOR * this.perSecond + 1)
+      this.onFlood?.(
+        `the upstream sent more than ${NOTICE_FLOOD_FACTOR * this.perSecond} notifications in a second (${NOTICE_FLOOD_FACTOR} times ${REQUESTS_PER_SECOND_KEY})`,
+      );
   }
 
   /** An answer the client is sending: true when it answers a request taken (see done). */

@@ -151,7 +151,10 @@ function recording(inner: Transport, settings: TransportSettings): Transport {
           extra?: unknown,
         ) => {
           // A request past the gate's bounds is dropped before anything handles it.
-          if (gate && 'method' in m && 'id' in m && !gate.admit(m.id as string | number)) return;
+          if (gate && 'method' in m) {
+            if (!('id' in m)) gate.notified();
+            else if (!gate.admit(m.id as string | number)) return;
+          }
           onIncoming?.(m);
           if ('method' in m) handler(m, extra);
           else queueMicrotask(() => handler(m, extra));

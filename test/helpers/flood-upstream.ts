@@ -2,7 +2,7 @@
  * A hostile MCP upstream on node:http: a proper handshake, tools/list and tools/call, then a
  * flood on the server-to-client GET stream: `ping` requests (each asks the hub for an answer,
  * which the hub POSTs back) or `notifications/tools/list_changed`, written as fast as the socket
- * takes them until `stop()`. It counts what the hub sent back. The same server as a stdio child
+ * takes them (or one every `everyMs`) until `stop()`. It counts what the hub sent back. The same server as a stdio child
  * is `STDIO_FLOOD_SCRIPT` (a file a test writes and runs with node).
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
@@ -19,6 +19,8 @@ export interface FloodUpstream {
   answers: number;
   /** Requests the hub made, by method. */
   requests: Record<string, number>;
+  /** When above 0: one message every `everyMs` ms instead of as fast as the socket takes them. */
+  everyMs: number;
   /** Stops flooding (streams stay open). */
   stop(): void;
   close(): Promise<void>;
@@ -34,6 +36,17 @@ function floodMessage(kind: Flood, id: number): string {
 
 /** Writes the flood in batches, waiting for the socket to drain (no memory grows here). */
 function pour(res: ServerResponse, kind: Flood, up: FloodUpstream, running: () => boolean): void {
+  let last = 0;
+  // Looks at `everyMs` at least every 20 ms, so a test can change the pace at any time.
+  const paced = (): void => {
+    if (!running() || res.destroyed) return;
+    if (up.everyMs <= 0) return batch();
+    if (performance.now() - last >= up.everyMs) {
+      last = performance.now();
+      res.write(floodMessage(kind, up.sent++));
+    }
+    setTimeout(paced, Math.min(up.everyMs, 20));
+  };
   const batch = (): void => {
     while (running() && !res.destroyed) {
       let chunk = '';
@@ -42,15 +55,16 @@ function pour(res: ServerResponse, kind: Flood, up: FloodUpstream, running: () =
         res.once('drain', batch);
         return;
       }
+      if (up.everyMs > 0) return paced();
     }
   };
-  setImmediate(batch);
+  setImmediate(paced);
 }
 
 export async function startFloodUpstream(kind: Flood): Promise<FloodUpstream> {
   let flooding = true;
   const streams = new Set<ServerResponse>();
-  const up = { sent: 0, answers: 0, requests: {} } as unknown as FloodUpstream;
+  const up = { sent: 0, answers: 0, requests: {}, everyMs: 0 } as unknown as FloodUpstream;
   up.stop = () => (flooding = false);
   const server = createServer((req, res) => {
     let body = '';

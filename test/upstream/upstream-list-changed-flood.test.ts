@@ -1,0 +1,90 @@
+/**
+ * An upstream's `notifications/tools/list_changed` makes the hub import its lists again. A
+ * hostile one sending them in a loop: with the SDK's trailing 300 ms debounce, one every 350 ms
+ * cost an import (a tools/list) each, and a faster stream put the import off for ever. Imports
+ * are now paced (import-pacer.ts): one running, one waiting, and at most one per
+ * `plugin_limits.upstream_import_interval_ms` for list_changed; an unpaced flood of
+ * notifications disconnects the upstream. Real hub, real hostile upstream.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Client } from '@modelcontextprotocol/client';
+import { startFloodUpstream, type FloodUpstream } from '../helpers/flood-upstream.js';
+import { connectHttpClient } from '../helpers/mcp-client.js';
+import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
+import { call, scratch, type Scratch } from '../reliability/helpers.js';
+
+const INTERVAL_MS = 1000;
+
+let flood: FloodUpstream;
+let hub: MoonhubProcess;
+let dir: Scratch;
+let client: Client;
+
+before(async () => {
+  flood = await startFloodUpstream('list_changed');
+  flood.everyMs = 60_000;
+  dir = scratch('moonhub-list-changed-');
+  dir.write(
+    'plugins/p.lua',
+    `mcp.proxy("${flood.url}", { prefix = "up." })
+     mcp.tool("echo", {}, function() return "lua ok" end)
+    `,
+  );
+  const config = dir.write(
+    'moonhub.yaml',
+    `plugins: { dirs: [plugins] }\nplugin_limits: { upstream_import_interval_ms: ${INTERVAL_MS} }\n`,
+  );
+  hub = await startMoonhub(['--config', config, '--no-watch']);
+  await hub.waitForLog(/upstream imported/, 0, 15_000);
+  ({ client } = await connectHttpClient(hub.url, 'modern'));
+});
+
+after(async () => {
+  await client?.close();
+  await hub?.stop();
+  await flood?.close();
+  dir?.remove();
+});
+
+/** Runs the flood at one message every `everyMs` for `ms`, serving a client meanwhile. */
+async function floodFor(everyMs: number, ms: number): Promise<{ lists: number; longest: number }> {
+  const health = hub.url.replace(/\/mcp$/, '/healthz');
+  const before = flood.requests['tools/list'] ?? 0;
+  flood.everyMs = everyMs;
+  let longest = 0;
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    const t0 = performance.now();
+    assert.equal((await fetch(health)).status, 200);
+    assert.deepEqual(await call(client, 'echo'), { isError: false, text: 'lua ok' });
+    longest = Math.max(longest, performance.now() - t0);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  flood.everyMs = 60_000;
+  return { lists: (flood.requests['tools/list'] ?? 0) - before, longest };
+}
+
+describe('an upstream repeating list_changed', () => {
+  it('costs one import per interval at most', async () => {
+    const { lists } = await floodFor(350, 3500);
+    // 3.5 intervals: at most 4 imports started in them, one more that was waiting.
+    assert.ok(lists <= 5, `${lists} tools/list requests in 3.5 s`);
+  });
+
+  it('a fast stream cannot put the import off, and the hub stays responsive', async () => {
+    await new Promise((r) => setTimeout(r, INTERVAL_MS));
+    const { lists, longest } = await floodFor(2, 3000);
+    assert.ok(lists >= 2, `only ${lists} tools/list requests while the stream lasted`);
+    assert.ok(lists <= 5, `${lists} tools/list requests in 3 s`);
+    assert.ok(longest < 500, `a health check and a Lua call took ${Math.round(longest)} ms`);
+    assert.deepEqual(await call(client, 'up.work'), { isError: false, text: 'worked' });
+  });
+
+  it('an unpaced flood of notifications disconnects the upstream', async () => {
+    const from = hub.log().length;
+    const { longest } = await floodFor(0, 3000);
+    assert.ok(longest < 500, `a health check and a Lua call took ${Math.round(longest)} ms`);
+    await hub.waitForLog(/more than 5000 notifications in a second[^\n]*reconnecting/, from);
+  });
+});
