@@ -382,6 +382,7 @@ export class UpstreamConnection {
     params: Record<string, unknown>,
     extras: RequestExtras,
     direct = true,
+    toolDefinition?: unknown,
   ): Promise<Record<string, unknown>> {
     const total = extras.timeoutMs ?? this.opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     let retried = false;
@@ -408,10 +409,10 @@ export class UpstreamConnection {
       if (result === INPUT_REQUIRED) break;
       return result;
     }
-    return (await this.request((c, o) => SDK_CALLS[method](c, params, o), extras)) as Record<
-      string,
-      unknown
-    >;
+    // A tool's definition (x-mcp-header parameters) lets the SDK mirror them into headers.
+    const sdkCall = (c: Client, o: Record<string, unknown>) =>
+      SDK_CALLS[method](c, params, toolDefinition === undefined ? o : { ...o, toolDefinition });
+    return (await this.request(sdkCall, extras)) as Record<string, unknown>;
   }
 
   /**

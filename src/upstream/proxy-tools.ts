@@ -58,6 +58,11 @@ export interface ImportedTool {
    * into headers, so its calls go through the SDK.
    */
   direct: boolean;
+  /**
+   * Such a tool's definition as the upstream listed it, handed to the SDK's callTool (the proxy
+   * lists with its own requests, list-pages.ts, so the SDK holds no tools/list to read it from).
+   */
+  definition?: UpstreamTool;
   /** The approved output schema's validator, compiled at the first call that needs it. */
   checkOutput?: ArgumentValidator | null;
   /** Set by a refresh: accept whatever definition the next import finds. */
@@ -140,6 +145,7 @@ export function importedTool(
     tools.set(name, {
       upstream: t.name,
       direct: directCalls(t),
+      definition: directCalls(t) ? undefined : t,
       approvedHash: hash,
       approved: info,
     });
@@ -166,6 +172,7 @@ export function importedTool(
       known.approved = info;
       known.checkOutput = undefined;
       known.direct = directCalls(t);
+      known.definition = known.direct ? undefined : t;
     }
   } else {
     known.changed = undefined;

@@ -23,6 +23,7 @@ import { botsterMeta } from './botster-meta.js';
 import { failureResult } from '../registry/registry.js';
 import { upstreamCallHookOf } from './call-hook.js';
 import { DEFAULT_IMPORT_INTERVAL_MS, ImportPacer } from './import-pacer.js';
+import { listAll, type ListKind } from './list-pages.js';
 import {
   capped,
   checkStructured,
@@ -177,18 +178,16 @@ export class UpstreamProxy {
 
   private async importAll(): Promise<void> {
     const caps = this.connection.sdkClient?.getServerCapabilities() ?? {};
-    const list = <T>(fn: (c: Client, o: Record<string, unknown>) => Promise<T>) =>
-      this.connection.request(fn);
-    const tools = caps.tools ? (await list((c, o) => c.listTools(undefined, o))).tools : [];
-    const prompts = caps.prompts ? (await list((c, o) => c.listPrompts(undefined, o))).prompts : [];
-    const resources = caps.resources
-      ? (await list((c, o) => c.listResources(undefined, o))).resources
-      : [];
-    const templates = caps.resources
-      ? (await list((c, o) => c.listResourceTemplates(undefined, o))).resourceTemplates
-      : [];
-    if (this.closed) return;
     const max = this.opts.maxEntries ?? DEFAULT_MAX_ENTRIES;
+    const list = async <T>(kind: ListKind, on: unknown) =>
+      on
+        ? ((await listAll((run) => this.connection.request(run), kind, max, this.logger)) as T[])
+        : [];
+    const tools = await list<UpstreamTool>('tools', caps.tools);
+    const prompts = await list<UpstreamPrompt>('prompts', caps.prompts);
+    const resources = await list<UpstreamResource>('resources', caps.resources);
+    const templates = await list<UpstreamTemplate>('resourceTemplates', caps.resources);
+    if (this.closed) return;
     const cap = <T>(items: T[], kind: string) => capped(items, max, kind, this.logger);
     const prefix = this.opts.prefix ?? '';
     const registry = this.registry;
@@ -339,6 +338,7 @@ export class UpstreamProxy {
             : { name: upstreamName, arguments: input, _meta: all },
           ctx,
           tool?.direct !== false,
+          tool?.definition,
         );
       };
       // observe: metrics and the trace span of the upstream call, when the hub watches them.

@@ -50,6 +50,8 @@ export interface FakeUpstream {
   pipelined: number;
   /** Extra tools that tools/list lists after `work` (a hostile upstream's definitions). */
   extraTools?: unknown[];
+  /** When set, tools/list answers with this result for the request's cursor (pagination). */
+  listPage?: (cursor: string | undefined) => unknown;
   /** Mode 'result': the tools/call result. */
   result?: unknown;
   /** Modes 'raw' and 'raw-sse': the answer's text, `ID` standing for the request's id. */
@@ -137,6 +139,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
             serverInfo: { name: 'fake', version: '1.0.0' },
           });
         case 'tools/list':
+          if (fake.listPage) return reply(fake.listPage(msg.params?.cursor as string | undefined));
           return reply({
             tools: [
               { name: 'work', description: 'does work', inputSchema: { type: 'object' } },

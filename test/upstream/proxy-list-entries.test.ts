@@ -1,0 +1,126 @@
+/**
+ * What an upstream lists is checked entry by entry: one tool whose inputSchema is not an object
+ * (or whose name is not a string, or longer than 128 characters) made the SDK refuse the whole
+ * page, so nothing of that upstream was imported; now just that entry is skipped, with a warning
+ * naming it. The list's pages are followed (`nextCursor`), up to `plugin_limits.registrations`
+ * entries and 100 pages, and a cursor seen before ends the walk. A tool with `x-mcp-header`
+ * parameters still gets its headers (the SDK's callTool is handed its definition).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Client } from '@modelcontextprotocol/client';
+import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
+import { connectHttpClient } from '../helpers/mcp-client.js';
+import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
+import { call, scratch, type Scratch } from '../reliability/helpers.js';
+
+const LONG = `t${'x'.repeat(128)}`;
+const tool = (name: unknown, inputSchema: unknown = { type: 'object' }) => ({ name, inputSchema });
+
+let fake: FakeUpstream;
+let paged: FakeUpstream;
+let endless: FakeUpstream;
+let looping: FakeUpstream;
+let upstream: MoonhubProcess;
+let hub: MoonhubProcess;
+let dir: Scratch;
+let client: Client;
+
+before(async () => {
+  fake = await startFakeUpstream();
+  fake.extraTools = [
+    tool('bad_schema', 'not a schema'),
+    tool(42),
+    tool(LONG),
+    tool('fine', { type: 'object', properties: { a: { type: 'string' } } }),
+  ];
+  paged = await startFakeUpstream();
+  paged.listPage = (cursor) => {
+    const page = cursor === undefined ? 0 : Number(cursor.slice(1));
+    return {
+      tools: [tool(`p${page}a`), tool(`p${page}b`)],
+      ...(page < 4 && { nextCursor: `c${page + 1}` }),
+    };
+  };
+  // A new cursor every time: the walk stops at the registrations bound (30 entries here).
+  endless = await startFakeUpstream();
+  endless.listPage = (cursor) => {
+    const page = cursor === undefined ? 0 : Number(cursor.slice(1));
+    return { tools: [tool(`e${page}`)], nextCursor: `c${page + 1}` };
+  };
+  // Two cursors taking turns: the first repeated one ends the walk.
+  looping = await startFakeUpstream();
+  looping.listPage = (cursor) => ({
+    tools: [tool(`l${cursor ?? 'start'}`)],
+    nextCursor: cursor === 'A' ? 'B' : 'A',
+  });
+  dir = scratch('moonhub-list-entries-');
+  dir.write(
+    'up/h.lua',
+    `mcp.tool("where", { input_schema = { type = "object",
+       properties = { region = { type = "string", ["x-mcp-header"] = "Region" } } } },
+       function(p) return "in " .. p.region end)`,
+  );
+  upstream = await startMoonhub(['--plugins', `${dir.dir}/up`, '--no-watch']);
+  dir.write(
+    'plugins/p.lua',
+    `mcp.proxy("${fake.url}", { prefix = "f." })
+     mcp.proxy("${paged.url}", { prefix = "p." })
+     mcp.proxy("${endless.url}", { prefix = "e." })
+     mcp.proxy("${looping.url}", { prefix = "l." })
+     mcp.proxy("${upstream.url}", { prefix = "h." })
+    `,
+  );
+  const config = dir.write(
+    'moonhub.yaml',
+    'plugins: { dirs: [plugins] }\nplugin_limits: { registrations: 30 }\n',
+  );
+  hub = await startMoonhub(['--config', config, '--no-watch']);
+  ({ client } = await connectHttpClient(hub.url, 'modern'));
+});
+
+after(async () => {
+  await client?.close();
+  await hub?.stop();
+  await upstream?.stop();
+  for (const f of [fake, paged, endless, looping]) await f?.close();
+  dir?.remove();
+});
+
+async function names(prefix: string): Promise<string[]> {
+  const { tools } = await client.listTools();
+  return tools.map((t) => t.name).filter((n) => n.startsWith(prefix));
+}
+
+describe("an upstream's list, entry by entry and page by page", () => {
+  it('skips only the entries that do not fit, naming them', async () => {
+    assert.deepEqual((await names('f.')).sort(), ['f.fine', 'f.work']);
+    assert.deepEqual(await call(client, 'f.fine', { a: 'x' }), { isError: false, text: 'worked' });
+    const log = hub.log();
+    assert.match(log, /"entry":"bad_schema"[^\n]*inputSchema is not an object schema/);
+    assert.match(log, /"entry":"\(unnamed\)"[^\n]*name is not a non-empty string/);
+    assert.match(log, new RegExp(`"entry":"${LONG}"[^\\n]*longer than 128 characters`));
+  });
+
+  it('follows nextCursor to the last page', async () => {
+    const all = await names('p.');
+    assert.equal(all.length, 10);
+    assert.ok(all.includes('p.p4b'));
+  });
+
+  it('stops an endless cursor at the registrations bound', async () => {
+    assert.equal((await names('e.')).length, 30);
+    assert.equal(endless.requests.filter((m) => m === 'tools/list').length, 30);
+  });
+
+  it('stops at a cursor seen before', async () => {
+    assert.deepEqual((await names('l.')).sort(), ['l.lA', 'l.lB', 'l.lstart']);
+  });
+
+  it('still mirrors x-mcp-header parameters into headers', async () => {
+    assert.deepEqual(await call(client, 'h.where', { region: 'eu' }), {
+      isError: false,
+      text: 'in eu',
+    });
+  });
+});
