@@ -45,6 +45,14 @@ const SDK_CALLS: Record<
   'resources/read': (c, p, o) => c.readResource(p as { uri: string }, o),
 };
 
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // Gone already.
+  }
+}
+
 const NO_REFRESH = { autoRefresh: false, debounceMs: 0 } as const;
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
@@ -306,6 +314,9 @@ export class UpstreamConnection {
    * so the connection is dropped, and made again after a delay that grows with each flood.
    */
   private flooded(why: string): void {
+    // A stdio child is killed now: the SDK's close waits 2 s for it to go, reading its flood.
+    const pid = (this.lastTransport as { pid?: number | null } | undefined)?.pid;
+    if (this.kind === 'stdio' && typeof pid === 'number') killQuietly(pid);
     if (this.client) this.lost(this.client, `${why}; reconnecting in ${this.retry.flooded()} ms`);
   }
 
