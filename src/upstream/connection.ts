@@ -45,14 +45,6 @@ const SDK_CALLS: Record<
   'resources/read': (c, p, o) => c.readResource(p as { uri: string }, o),
 };
 
-function killQuietly(pid: number): void {
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    // Gone already.
-  }
-}
-
 const NO_REFRESH = { autoRefresh: false, debounceMs: 0 } as const;
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
@@ -315,8 +307,10 @@ export class UpstreamConnection {
    */
   private flooded(why: string): void {
     // A stdio child is killed now: the SDK's close waits 2 s for it to go, reading its flood.
-    const pid = (this.lastTransport as { pid?: number | null } | undefined)?.pid;
-    if (this.kind === 'stdio' && typeof pid === 'number') killQuietly(pid);
+    // Through its ChildProcess (the SDK's own field), which never signals a pid already reaped.
+    const child = (this.lastTransport as { _process?: { kill(s: string): boolean } } | undefined)
+      ?._process;
+    if (this.kind === 'stdio') child?.kill('SIGKILL');
     if (this.client) this.lost(this.client, `${why}; reconnecting in ${this.retry.flooded()} ms`);
   }
 
