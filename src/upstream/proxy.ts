@@ -20,6 +20,7 @@ import { UpstreamConnection, type RequestExtras } from './connection.js';
 import type { ProxyOptions, ProxyStatus } from './proxy-options.js';
 import { UpstreamRelay } from './relay.js';
 import { botsterMeta } from './botster-meta.js';
+import { gatedUpstreamLog } from './log-gate.js';
 import { failureResult } from '../registry/registry.js';
 import { upstreamCallHookOf } from './call-hook.js';
 import { DEFAULT_IMPORT_INTERVAL_MS, ImportPacer } from './import-pacer.js';
@@ -89,9 +90,7 @@ export class UpstreamProxy {
       opts.importIntervalMs ?? DEFAULT_IMPORT_INTERVAL_MS,
       () => this.closed,
     );
-    this.relay = new UpstreamRelay((level, data, name) =>
-      this.logger.info({ level, logger: name, data }, 'upstream log message'),
-    );
+    this.relay = new UpstreamRelay(gatedUpstreamLog(this.logger));
     this.connection = new UpstreamConnection({
       url,
       token: opts.token,

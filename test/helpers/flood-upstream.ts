@@ -1,14 +1,14 @@
 /**
  * A hostile MCP upstream on node:http: a proper handshake, tools/list and tools/call, then a
  * flood on the server-to-client GET stream: `ping` requests (each asks the hub for an answer,
- * which the hub POSTs back) or `notifications/tools/list_changed`, written as fast as the socket
+ * which the hub POSTs back), `notifications/tools/list_changed` or 8 KB `notifications/message`, written as fast as the socket
  * takes them (or one every `everyMs`) until `stop()`. It counts what the hub sent back. The same server as a stdio child
  * is `STDIO_FLOOD_SCRIPT` (a file a test writes and runs with node).
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type Flood = 'ping' | 'list_changed';
+export type Flood = 'ping' | 'list_changed' | 'log';
 
 export interface FloodUpstream {
   url: string;
@@ -30,7 +30,13 @@ function floodMessage(kind: Flood, id: number): string {
   const msg =
     kind === 'ping'
       ? { jsonrpc: '2.0', id: `p${id}`, method: 'ping' }
-      : { jsonrpc: '2.0', method: 'notifications/tools/list_changed' };
+      : kind === 'log'
+        ? {
+            jsonrpc: '2.0',
+            method: 'notifications/message',
+            params: { level: 'info', logger: 'flood', data: `${'L'.repeat(8000)} ${id}` },
+          }
+        : { jsonrpc: '2.0', method: 'notifications/tools/list_changed' };
   return `event: message\ndata: ${JSON.stringify(msg)}\n\n`;
 }
 
