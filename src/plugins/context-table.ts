@@ -31,12 +31,20 @@ export interface ContextEntry {
 const capsText = new WeakMap<object, string>();
 
 function capsKey(caps: Record<string, unknown>): string {
+  // No capabilities (most 2026-07-28 requests, each with an object of its own): nothing to
+  // stringify, and no WeakMap entry per request for the collector to clear.
+  if (isEmpty(caps)) return '{}';
   let text = capsText.get(caps);
   if (text === undefined) {
     text = JSON.stringify(caps);
     capsText.set(caps, text);
   }
   return text;
+}
+
+function isEmpty(o: object): boolean {
+  for (const _ in o) return false;
+  return true;
 }
 
 /** A field in the key: its length first, so no value can run into the next one. */

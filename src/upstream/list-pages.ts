@@ -9,6 +9,7 @@
  */
 import type { Client } from '@modelcontextprotocol/client';
 import type { Logger } from '../log.js';
+import { paramHeaderProblem } from './param-header-check.js';
 
 export type ListKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
 
@@ -54,7 +55,7 @@ function checkName(name: unknown): string | undefined {
 }
 
 /** Why an entry cannot be imported, or undefined when it can. */
-function problemOf(kind: ListKind, e: unknown): string | undefined {
+function problemOf(kind: ListKind, e: unknown, paramHeaders: boolean): string | undefined {
   if (!isObject(e)) return 'it is not an object';
   if (!optString(e, 'title') || !optString(e, 'description'))
     return 'its title or description is not a string';
@@ -64,6 +65,8 @@ function problemOf(kind: ListKind, e: unknown): string | undefined {
       return 'its inputSchema is not an object schema ({"type": "object"})';
     if (!optObject(e, 'outputSchema') || !optObject(e, 'annotations'))
       return 'its outputSchema or annotations is not an object';
+    const headers = paramHeaders ? paramHeaderProblem(input) : undefined;
+    if (headers !== undefined) return `its x-mcp-header declarations are invalid: ${headers}`;
     return checkName(e.name);
   }
   if (kind === 'prompts') {
@@ -96,8 +99,13 @@ export async function listAll(
   kind: ListKind,
   max: number,
   logger: Logger,
+  /** A stdio upstream: no HTTP headers, so `x-mcp-header` declarations are not checked. */
+  overStdio = false,
 ): Promise<Entry[]> {
   const out: Entry[] = [];
+  // As the SDK client's listTools: tools with invalid x-mcp-header declarations are left out of
+  // a 2026-07-28 connection's list over HTTP (a client MUST NOT call them).
+  let paramHeaders = false;
   const seen = new Set<string>();
   let cursor: string | undefined;
   let skipped = 0;
@@ -110,12 +118,13 @@ export async function listAll(
       break;
     }
     const params = cursor === undefined ? {} : { cursor };
-    const result: Entry = await request(
-      (c, o) => c.request({ method: METHODS[kind], params }, anyObject, o) as Promise<Entry>,
-    );
+    const result: Entry = await request((c, o) => {
+      paramHeaders = !overStdio && c.getProtocolEra() === 'modern';
+      return c.request({ method: METHODS[kind], params }, anyObject, o) as Promise<Entry>;
+    });
     const items = Array.isArray(result[kind]) ? (result[kind] as unknown[]) : [];
     for (const e of items) {
-      const problem = problemOf(kind, e);
+      const problem = problemOf(kind, e, paramHeaders);
       if (problem === undefined) out.push(e as Entry);
       // The first few named; a list of a million bad entries is not a million log lines.
       else if (++skipped <= WARNINGS)

@@ -180,7 +180,13 @@ export class UpstreamProxy {
     const max = this.opts.maxEntries ?? DEFAULT_MAX_ENTRIES;
     const list = async <T>(kind: ListKind, on: unknown) =>
       on
-        ? ((await listAll((run) => this.connection.request(run), kind, max, this.logger)) as T[])
+        ? ((await listAll(
+            (run) => this.connection.request(run),
+            kind,
+            max,
+            this.logger,
+            this.connection.kind === 'stdio',
+          )) as T[])
         : [];
     const tools = await list<UpstreamTool>('tools', caps.tools);
     const prompts = await list<UpstreamPrompt>('prompts', caps.prompts);

@@ -59,7 +59,12 @@ before(async () => {
     'up/h.lua',
     `mcp.tool("where", { input_schema = { type = "object",
        properties = { region = { type = "string", ["x-mcp-header"] = "Region" } } } },
-       function(p) return "in " .. p.region end)`,
+       function(p) return "in " .. p.region end)
+     mcp.tool("number_header", { input_schema = { type = "object",
+       properties = { n = { type = "number", ["x-mcp-header"] = "N" } } } }, function() return "called" end)
+     mcp.tool("twice_header", { input_schema = { type = "object", properties = {
+       a = { type = "string", ["x-mcp-header"] = "Zone" },
+       b = { type = "string", ["x-mcp-header"] = "zone" } } } }, function() return "called" end)`,
   );
   upstream = await startMoonhub(['--plugins', `${dir.dir}/up`, '--no-watch']);
   dir.write(
@@ -115,6 +120,19 @@ describe("an upstream's list, entry by entry and page by page", () => {
 
   it('stops at a cursor seen before', async () => {
     assert.deepEqual((await names('l.')).sort(), ['l.lA', 'l.lB', 'l.lstart']);
+  });
+
+  it('leaves out tools whose x-mcp-header declarations are invalid (2026-07-28 over HTTP)', async () => {
+    // A client MUST NOT call them (SEP-2243); the SDK client's listTools leaves them out too.
+    const listed = await names('h.');
+    assert.ok(listed.includes('h.where'), listed.join());
+    assert.ok(
+      !listed.includes('h.number_header') && !listed.includes('h.twice_header'),
+      listed.join(),
+    );
+    const log = hub.log();
+    assert.match(log, /"entry":"number_header"[^\n]*x-mcp-header[^\n]*string, integer or boolean/);
+    assert.match(log, /"entry":"twice_header"[^\n]*declared twice/);
   });
 
   it('still mirrors x-mcp-header parameters into headers', async () => {
