@@ -24,6 +24,8 @@ const METHODS: Record<ListKind, string> = {
 export const MAX_LIST_PAGES = 100;
 /** Characters of an upstream's tool or prompt name (the MCP spec: 1 to 128 for tool names). */
 export const MAX_NAME_LENGTH = 128;
+/** Characters of an upstream resource's URI or template (limits.subscriptions.uri_length's default). */
+export const MAX_URI_LENGTH = 4096;
 
 type Entry = Record<string, unknown>;
 
@@ -80,7 +82,12 @@ function problemOf(kind: ListKind, e: unknown, paramHeaders: boolean): string | 
   if (typeof e.name !== 'string') return 'its name is not a string';
   if (!optString(e, 'mimeType')) return 'its mimeType is not a string';
   const uri = kind === 'resources' ? e.uri : e.uriTemplate;
-  return typeof uri === 'string' && uri.length > 0 ? undefined : 'it has no uri';
+  if (typeof uri !== 'string' || uri.length === 0) return 'it has no uri';
+  if (uri.length > MAX_URI_LENGTH)
+    return `its uri is longer than ${MAX_URI_LENGTH} characters (${uri.length})`;
+  if (e.name.length > MAX_URI_LENGTH)
+    return `its name is longer than ${MAX_URI_LENGTH} characters (${e.name.length})`;
+  return undefined;
 }
 
 function label(e: unknown): string {

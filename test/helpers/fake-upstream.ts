@@ -50,6 +50,8 @@ export interface FakeUpstream {
   pipelined: number;
   /** Extra tools that tools/list lists after `work` (a hostile upstream's definitions). */
   extraTools?: unknown[];
+  /** When set (before the hub connects): resources declared, and resources/list lists these. */
+  resources?: unknown[];
   /** When set, tools/list answers with this result for the request's cursor (pagination). */
   listPage?: (cursor: string | undefined) => unknown;
   /** Mode 'result': the tools/call result. */
@@ -135,9 +137,13 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         case 'initialize':
           return reply({
             protocolVersion: '2025-06-18',
-            capabilities: { tools: {} },
+            capabilities: fake.resources ? { tools: {}, resources: {} } : { tools: {} },
             serverInfo: { name: 'fake', version: '1.0.0' },
           });
+        case 'resources/list':
+          return reply({ resources: fake.resources ?? [] });
+        case 'resources/templates/list':
+          return reply({ resourceTemplates: [] });
         case 'tools/list':
           if (fake.listPage) return reply(fake.listPage(msg.params?.cursor as string | undefined));
           return reply({

@@ -34,6 +34,10 @@ before(async () => {
     tool(LONG),
     tool('fine', { type: 'object', properties: { a: { type: 'string' } } }),
   ];
+  fake.resources = [
+    { uri: 'mem://fine', name: 'fine' },
+    { uri: `mem://${'u'.repeat(5000)}`, name: 'long_uri' },
+  ];
   paged = await startFakeUpstream();
   paged.listPage = (cursor) => {
     const page = cursor === undefined ? 0 : Number(cursor.slice(1));
@@ -98,6 +102,14 @@ async function names(prefix: string): Promise<string[]> {
 }
 
 describe("an upstream's list, entry by entry and page by page", () => {
+  it('skips a resource whose URI is longer than 4096 characters, naming it', async () => {
+    const { resources } = await client.listResources();
+    const uris = resources.map((r) => r.uri);
+    assert.ok(uris.includes('mem://fine'), uris.join());
+    assert.ok(!uris.some((u) => u.length > 4096), 'a long URI was imported');
+    assert.match(hub.log(), /"entry":"long_uri"[^\n]*uri is longer than 4096 characters \(5006\)/);
+  });
+
   it('skips only the entries that do not fit, naming them', async () => {
     assert.deepEqual((await names('f.')).sort(), ['f.fine', 'f.work']);
     assert.deepEqual(await call(client, 'f.fine', { a: 'x' }), { isError: false, text: 'worked' });
