@@ -28,6 +28,7 @@ import { describe, isConnectionError, statusOf } from './connection-errors.js';
 import type { ConnectionOptions, RequestExtras, UpstreamState } from './connection-options.js';
 import { DEFAULT_PIPELINE_DEPTH, RawHttpPool } from './raw-http.js';
 import { RequestGate } from './request-gate.js';
+import { boundedFetch } from './bounded-fetch.js';
 import { Reconnect } from './reconnect.js';
 
 export { UpstreamError } from './upstream-error.js';
@@ -196,7 +197,7 @@ export class UpstreamConnection {
       headers,
       env: this.opts.env,
       cwd: this.opts.cwd,
-      fetch: this.opts.fetch,
+      fetch: boundedFetch(this.opts.answerBytes ?? DEFAULT_ANSWER_BYTES, this.opts.fetch),
       authProvider: this.oauth,
       onIncoming: this.opts.onIncoming,
       onSpawn: this.opts.onSpawn,
