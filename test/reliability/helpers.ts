@@ -101,3 +101,25 @@ export async function call(
   const r = await client.callTool({ name, arguments: args });
   return { isError: r.isError === true, text: text(r) };
 }
+
+/**
+ * The longest a hub's `/healthz` took to answer while `work` ran, in ms (asked again every
+ * `everyMs`): how long the hub's thread was held.
+ */
+export async function longestHealthWait(
+  mcpUrl: string,
+  work: Promise<unknown>,
+  everyMs = 5,
+): Promise<number> {
+  const health = mcpUrl.replace(/\/mcp$/, '/healthz');
+  let done = false;
+  let longest = 0;
+  void work.finally(() => (done = true));
+  while (!done) {
+    const t0 = performance.now();
+    await fetch(health);
+    longest = Math.max(longest, performance.now() - t0);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  return longest;
+}

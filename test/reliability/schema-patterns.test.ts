@@ -11,7 +11,7 @@ import type { Client } from '@modelcontextprotocol/client';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { connectHttpClient } from '../helpers/mcp-client.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { call, scratch, type Scratch } from './helpers.js';
+import { call, longestHealthWait, scratch, type Scratch } from './helpers.js';
 
 const EVIL = { type: 'string', pattern: '^(a+)+$' };
 const ATTACK = `${'a'.repeat(28)}!`;
@@ -55,27 +55,12 @@ after(async () => {
   dir?.remove();
 });
 
-/** The hub's health route answered while `work` ran: the longest wait, in ms. */
-async function longestHealthWait(work: Promise<unknown>): Promise<number> {
-  const health = hub.url.replace(/\/mcp$/, '/healthz');
-  let done = false;
-  let longest = 0;
-  void work.finally(() => (done = true));
-  while (!done) {
-    const t0 = performance.now();
-    await fetch(health);
-    longest = Math.max(longest, performance.now() - t0);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return longest;
-}
-
 describe('input schema patterns', () => {
   for (const tool of ['evil', 'up.evil']) {
     it(`a backtracking pattern (${tool}) is matched in linear time`, async () => {
       const t0 = performance.now();
       const attack = call(client, tool, { q: ATTACK });
-      const longest = await longestHealthWait(attack);
+      const longest = await longestHealthWait(hub.url, attack, 10);
       const r = await attack;
       const took = performance.now() - t0;
       assert.equal(r.isError, true);

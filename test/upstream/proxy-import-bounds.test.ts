@@ -10,7 +10,7 @@ import type { Client } from '@modelcontextprotocol/client';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js';
 import { connectHttpClient } from '../helpers/mcp-client.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { call, scratch, type Scratch } from '../reliability/helpers.js';
+import { call, longestHealthWait, scratch, type Scratch } from '../reliability/helpers.js';
 
 const LIMIT = 1500;
 const LISTED = 3000;
@@ -53,21 +53,6 @@ after(async () => {
   dir?.remove();
 });
 
-/** The longest the hub's health route waited while `work` ran, in ms. */
-async function longestHealthWait(work: Promise<unknown>): Promise<number> {
-  const health = hub.url.replace(/\/mcp$/, '/healthz');
-  let done = false;
-  let longest = 0;
-  void work.finally(() => (done = true));
-  while (!done) {
-    const t0 = performance.now();
-    await fetch(health);
-    longest = Math.max(longest, performance.now() - t0);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  return longest;
-}
-
 describe('importing a long upstream list', () => {
   it('imports at most plugin_limits.registrations tools and says so', async () => {
     const status = await call(client, 'hub_status');
@@ -84,7 +69,7 @@ describe('importing a long upstream list', () => {
     for (let i = 0; i < 3; i++) {
       const from = hub.log().length;
       const refresh = call(client, 'refresh');
-      const longest = await longestHealthWait(refresh);
+      const longest = await longestHealthWait(hub.url, refresh);
       assert.equal((await refresh).text, 'true');
       await hub.waitForLog(/upstream imported/, from);
       assert.ok(longest < 400, `the hub's thread stalled ${Math.round(longest)} ms`);
