@@ -39,7 +39,9 @@ function linearOrNot(pattern: string): RegExp | undefined {
  * ajv's RegExp maker for `pattern` and `patternProperties`. A pattern the linear engine cannot
  * run is not enforced by the hub rather than refused: refusing would drop a plugin's or an
  * upstream's whole tool for a keyword that only narrows its input, and the handler or upstream
- * still sees the argument. The registration is told (`unenforced`).
+ * still sees the argument. Such patterns are taken out before the compile (`withoutPatterns`)
+ * and the registration is told (`unenforced`); the match-all stands in only for one the scan
+ * did not reach (a schema past PATTERN_SCAN_NODES).
  */
 function linearRegExp(pattern: string): RegExp {
   return linearOrNot(pattern) ?? ANY;
@@ -74,9 +76,10 @@ export type ArgumentValidator = ((args: unknown) => string | undefined) & {
 
 /** Compiles `schema`; throws `invalid_definition` naming what is wrong with it. */
 export function compileValidator(schema: Record<string, unknown>, what: string): ArgumentValidator {
+  const unenforced = unenforcedPatterns(schema);
   let validate: ValidateFunction;
   try {
-    validate = validatorOf(schema);
+    validate = validatorOf(schema, unenforced);
   } catch (err) {
     throw new RegistryError(
       'invalid_definition',
@@ -85,7 +88,6 @@ export function compileValidator(schema: Record<string, unknown>, what: string):
   }
   const check = (args: unknown): string | undefined =>
     validate(args) ? undefined : describe(validate.errors ?? []);
-  const unenforced = unenforcedPatterns(schema);
   return unenforced.length > 0 ? Object.assign(check, { unenforced }) : check;
 }
 
@@ -116,7 +118,39 @@ function unenforcedPatterns(schema: unknown): string[] {
   }
 }
 
-function validatorOf(schema: Record<string, unknown>): ValidateFunction {
+/** Keywords whose values are data, not schemas: a `pattern` key there is not a keyword. */
+const DATA_KEYWORDS = new Set(['const', 'enum', 'default', 'examples']);
+
+/**
+ * `schema` without the patterns in `drop`: a `pattern` keyword is left out (the string is not
+ * checked); a `patternProperties` entry is left out with its object's `additionalProperties`
+ * (the properties it would have matched are neither checked nor refused as extra). Standing in
+ * for such a pattern with a RegExp that matches everything would be right for `pattern` but
+ * would apply a `patternProperties` subschema to every property.
+ */
+function withoutPatterns(node: unknown, drop: ReadonlySet<string>): unknown {
+  if (Array.isArray(node)) return node.map((v) => withoutPatterns(v, drop));
+  if (typeof node !== 'object' || node === null) return node;
+  const out: Record<string, unknown> = {};
+  let droppedProperty = false;
+  for (const [key, value] of Object.entries(node)) {
+    if (key === 'pattern' && typeof value === 'string' && drop.has(value)) continue;
+    if (key === 'patternProperties' && typeof value === 'object' && value !== null) {
+      const kept: Record<string, unknown> = {};
+      for (const [p, sub] of Object.entries(value)) {
+        if (drop.has(p)) droppedProperty = true;
+        else kept[p] = withoutPatterns(sub, drop);
+      }
+      out[key] = kept;
+      continue;
+    }
+    out[key] = DATA_KEYWORDS.has(key) ? value : withoutPatterns(value, drop);
+  }
+  if (droppedProperty) delete out.additionalProperties;
+  return out;
+}
+
+function validatorOf(schema: Record<string, unknown>, unenforced: string[]): ValidateFunction {
   const key = JSON.stringify(schema);
   const seen = compiled.get(key);
   if (seen) {
@@ -133,7 +167,11 @@ function validatorOf(schema: Record<string, unknown>): ValidateFunction {
     dialect.includes('draft-07') || dialect.includes('draft-06') || dialect.includes('draft-04')
       ? (ajv7 ??= new AjvDraft7.default(options))
       : (ajv2020 ??= new Ajv2020(options));
-  const validate = ajv.compile(stripId(schema));
+  const usable =
+    unenforced.length === 0
+      ? schema
+      : (withoutPatterns(schema, new Set(unenforced)) as Record<string, unknown>);
+  const validate = ajv.compile(stripId(usable));
   compiled.set(key, validate);
   if (compiled.size > COMPILED_KEPT) compiled.delete(compiled.keys().next().value!);
   return validate;

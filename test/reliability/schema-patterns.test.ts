@@ -39,6 +39,10 @@ before(async () => {
        properties = { q = { type = "string", pattern = "(?<=x)y" } } } },
        function(p) return "got " .. p.q end)
      mcp.tool("why", {}, function() return tostring(ok) .. " " .. tostring(err) end)
+     mcp.tool("lookahead_props", { input_schema = { type = "object",
+       properties = { n = { type = "string" } },
+       patternProperties = { ["^(?=a)"] = { type = "number" } },
+       additionalProperties = false } }, function(p) return "got " .. p.n .. " " .. tostring(p.a1) end)
      mcp.proxy("${fake.url}", { prefix = "up." })
     `,
   );
@@ -86,6 +90,13 @@ describe('input schema patterns', () => {
       text: 'got zzz',
     });
     assert.match(hub.log(), /tool 'lookbehind'[^\n]*\/\(\?<=x\)y\/[^\n]*not enforced/);
+    // An unenforced patternProperties entry applies to no property (not to all of them), and
+    // the properties it would have matched are not refused as extra.
+    assert.deepEqual(await call(client, 'lookahead_props', { n: 's', a1: 'x' }), {
+      isError: false,
+      text: 'got s x',
+    });
+    assert.match((await call(client, 'lookahead_props', { n: 5 })).text, /must be string/);
     assert.match(hub.log(), /tool 'up\.backref'[^\n]*\/\(a\)\\+1\/[^\n]*not enforced/);
   });
 });
