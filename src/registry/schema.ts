@@ -66,7 +66,12 @@ let ajv7: Compiler | undefined;
 const COMPILES_PER_INSTANCE = 500;
 let compiles = 0;
 /** Compiled validators by schema text (which names the dialect), newest last. */
-const compiled = new Map<string, ValidateFunction>();
+const compiled = new Map<string, Compiled>();
+/** A compiled schema and the patterns it does not enforce (found once, with the compile). */
+interface Compiled {
+  validate: ValidateFunction;
+  unenforced: string[];
+}
 const COMPILED_KEPT = 1024;
 
 export type ArgumentValidator = ((args: unknown) => string | undefined) & {
@@ -76,16 +81,16 @@ export type ArgumentValidator = ((args: unknown) => string | undefined) & {
 
 /** Compiles `schema`; throws `invalid_definition` naming what is wrong with it. */
 export function compileValidator(schema: Record<string, unknown>, what: string): ArgumentValidator {
-  const unenforced = unenforcedPatterns(schema);
-  let validate: ValidateFunction;
+  let made: Compiled;
   try {
-    validate = validatorOf(schema, unenforced);
+    made = validatorOf(schema);
   } catch (err) {
     throw new RegistryError(
       'invalid_definition',
       `${what}: input_schema is not a valid JSON Schema: ${(err as Error).message}`,
     );
   }
+  const { validate, unenforced } = made;
   const check = (args: unknown): string | undefined =>
     validate(args) ? undefined : describe(validate.errors ?? []);
   return unenforced.length > 0 ? Object.assign(check, { unenforced }) : check;
@@ -150,7 +155,7 @@ function withoutPatterns(node: unknown, drop: ReadonlySet<string>): unknown {
   return out;
 }
 
-function validatorOf(schema: Record<string, unknown>, unenforced: string[]): ValidateFunction {
+function validatorOf(schema: Record<string, unknown>): Compiled {
   const key = JSON.stringify(schema);
   const seen = compiled.get(key);
   if (seen) {
@@ -167,14 +172,16 @@ function validatorOf(schema: Record<string, unknown>, unenforced: string[]): Val
     dialect.includes('draft-07') || dialect.includes('draft-06') || dialect.includes('draft-04')
       ? (ajv7 ??= new AjvDraft7.default(options))
       : (ajv2020 ??= new Ajv2020(options));
+  const unenforced = unenforcedPatterns(schema);
   const usable =
     unenforced.length === 0
       ? schema
       : (withoutPatterns(schema, new Set(unenforced)) as Record<string, unknown>);
   const validate = ajv.compile(stripId(usable));
-  compiled.set(key, validate);
+  const made = { validate, unenforced };
+  compiled.set(key, made);
   if (compiled.size > COMPILED_KEPT) compiled.delete(compiled.keys().next().value!);
-  return validate;
+  return made;
 }
 
 // Two tools may share an `$id`; ajv would refuse the second compile, so ids are not registered.
