@@ -3,7 +3,9 @@
  * so a plugin's surface can be reset or rolled back as a unit. Changes made inside a batch become
  * visible to listeners together, with one event naming every kind that changed.
  */
-import { byKey, describeResource, withView } from './entry-views.js';
+import { withView } from './entry-views.js';
+import { PromptShelf } from './prompt-shelf.js';
+import { ResourceShelf } from './resource-shelf.js';
 import { RegistryError } from './errors.js';
 import {
   RegistryEvents,
@@ -14,7 +16,6 @@ import {
 } from './registry-events.js';
 import { compileValidator, type ArgumentValidator } from './schema.js';
 import { failureResult } from './tool-results.js';
-import { matchTemplate, isTemplate } from './uri-template.js';
 import type {
   CallContext,
   CompletionResult,
@@ -62,9 +63,9 @@ export interface OwnerSnapshot {
 export class Registry {
   readonly hubId: string;
   private readonly tools = new Map<string, ToolSlot>();
-  private readonly prompts = new Map<string, PromptEntry>();
-  private readonly resources = new Map<string, ResourceEntry>();
   private readonly events = new RegistryEvents();
+  private readonly prompts = new PromptShelf(this.events);
+  private readonly resources = new ResourceShelf(this.events);
   /** Bumped on every change of a kind; views cache against it. */
   readonly versions: Record<EntryKind, number> = this.events.versions;
   private toolListCache: { version: number; list: { owner: string; info: ToolInfo }[] } | undefined;
@@ -112,8 +113,7 @@ export class Registry {
       if (!entry) throw new RegistryError('unknown_prompt', `Unknown prompt: ${ref.name}`);
       handler = entry.complete;
     } else if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
-      const entry = this.resources.get(ref.uri);
-      if (entry && (!filter || filter(entry.owner))) handler = entry.complete;
+      handler = this.resources.get(ref.uri, filter)?.complete;
     }
     if (!handler) return { values: [], total: 0, hasMore: false };
     const owner =
@@ -262,9 +262,7 @@ export class Registry {
   addPrompt(owner: string, spec: PromptSpec): void {
     if (!spec.name)
       throw new RegistryError('invalid_definition', 'a prompt needs a non-empty name');
-    this.tookOver('prompt', spec.name, this.prompts.get(spec.name)?.owner, owner);
-    this.prompts.set(spec.name, { ...spec, owner });
-    this.events.changed('prompts');
+    this.tookOver('prompt', spec.name, this.prompts.set({ ...spec, owner }), owner);
   }
 
   /** The last registration wins (LUA_API §2): one taking another plugin's name is told. */
@@ -277,37 +275,19 @@ export class Registry {
   }
 
   removePrompt(name: string, owner?: string): boolean {
-    const entry = this.prompts.get(name);
-    if (!entry || (owner !== undefined && entry.owner !== owner)) return false;
-    this.prompts.delete(name);
-    this.events.changed('prompts');
-    return true;
+    return this.prompts.remove(name, owner);
   }
 
   getPromptEntry(name: string, filter?: OwnerFilter): PromptEntry | undefined {
-    const entry = this.prompts.get(name);
-    if (!entry || (filter && !filter(entry.owner))) return undefined;
-    return entry;
+    return this.prompts.get(name, filter);
   }
 
   listPrompts(filter?: OwnerFilter): PromptInfo[] {
-    return [...this.prompts.values()]
-      .filter((p) => !filter || filter(p.owner))
-      .sort(byKey((p) => p.name))
-      .map((p) => {
-        const info: PromptInfo = {
-          name: p.name,
-          description: p.description,
-          arguments: p.arguments,
-        };
-        if (p.title !== undefined) info.title = p.title;
-        if (p.icons !== undefined) info.icons = p.icons;
-        return info;
-      });
+    return this.prompts.list(filter);
   }
 
   countPrompts(filter?: OwnerFilter): number {
-    return filter ? this.listPrompts(filter).length : this.prompts.size;
+    return this.prompts.count(filter);
   }
 
   /** Renders a prompt; missing required arguments throw `invalid_arguments`. */
@@ -317,68 +297,29 @@ export class Registry {
     ctx: CallContext,
     filter?: OwnerFilter,
   ): Promise<PromptResult> {
-    const entry = this.getPromptEntry(name, filter);
-    if (!entry) throw new RegistryError('unknown_prompt', `Unknown prompt: ${name}`);
-    const given = args ?? {};
-    for (const arg of entry.arguments) {
-      if (arg.required && (given[arg.name] === undefined || given[arg.name] === null)) {
-        throw new RegistryError(
-          'invalid_arguments',
-          `Prompt '${name}' needs the argument '${arg.name}'`,
-        );
-      }
-    }
-    for (const [key, value] of Object.entries(given)) {
-      if (typeof value !== 'string') {
-        throw new RegistryError(
-          'invalid_arguments',
-          `Prompt '${name}': argument '${key}' must be a string`,
-        );
-      }
-    }
-    return this.events.guarded(entry.owner, 'prompt', name, ctx, () => entry.handler(given, ctx));
+    return this.prompts.render(name, args, ctx, filter);
   }
 
   // ---- resources -----------------------------------------------------------------------------
 
   addResource(owner: string, spec: ResourceSpec): void {
-    if (!spec.uriTemplate) {
-      throw new RegistryError('invalid_definition', 'a resource needs a non-empty URI or template');
-    }
-    this.resources.set(spec.uriTemplate, {
-      ...spec,
-      owner,
-      isTemplate: isTemplate(spec.uriTemplate),
-    });
-    this.events.changed('resources');
+    this.resources.add(owner, spec);
   }
 
   removeResource(uriTemplate: string, owner?: string): boolean {
-    const entry = this.resources.get(uriTemplate);
-    if (!entry || (owner !== undefined && entry.owner !== owner)) return false;
-    this.resources.delete(uriTemplate);
-    this.events.changed('resources');
-    return true;
+    return this.resources.remove(uriTemplate, owner);
   }
 
   listResources(filter?: OwnerFilter): ResourceInfo[] {
-    return [...this.resources.values()]
-      .filter((r) => !r.isTemplate && (!filter || filter(r.owner)))
-      .sort(byKey((r) => r.uriTemplate))
-      .map((r) => describeResource({ uri: r.uriTemplate }, r));
+    return this.resources.listFixed(filter);
   }
 
   listResourceTemplates(filter?: OwnerFilter): ResourceTemplateInfo[] {
-    return [...this.resources.values()]
-      .filter((r) => r.isTemplate && (!filter || filter(r.owner)))
-      .sort(byKey((r) => r.uriTemplate))
-      .map((r) => describeResource({ uriTemplate: r.uriTemplate }, r));
+    return this.resources.listTemplates(filter);
   }
 
   countResources(filter?: OwnerFilter): number {
-    let n = 0;
-    for (const r of this.resources.values()) if (!filter || filter(r.owner)) n++;
-    return n;
+    return this.resources.count(filter);
   }
 
   /** Finds the entry serving `uri`: a fixed URI first, then the first template that matches. */
@@ -386,16 +327,7 @@ export class Registry {
     uri: string,
     filter?: OwnerFilter,
   ): { entry: ResourceEntry; params: Record<string, string> } | undefined {
-    const fixed = this.resources.get(uri);
-    if (fixed && !fixed.isTemplate && (!filter || filter(fixed.owner))) {
-      return { entry: fixed, params: {} };
-    }
-    for (const entry of this.resources.values()) {
-      if (!entry.isTemplate || (filter && !filter(entry.owner))) continue;
-      const params = matchTemplate(entry.uriTemplate, uri);
-      if (params) return { entry, params };
-    }
-    return undefined;
+    return this.resources.resolve(uri, filter);
   }
 
   async readResource(
@@ -403,13 +335,7 @@ export class Registry {
     ctx: CallContext,
     filter?: OwnerFilter,
   ): Promise<ResourceReadResult> {
-    const found = this.resolveResource(uri, filter);
-    if (!found) throw new RegistryError('unknown_resource', `Resource not found: ${uri}`);
-    const { entry, params } = found;
-    const readCtx = { ...ctx, uri };
-    return this.events.guarded(entry.owner, 'resource', uri, readCtx, () =>
-      entry.handler(uri, params, readCtx),
-    );
+    return this.resources.read(uri, ctx, filter);
   }
 
   // ---- owners --------------------------------------------------------------------------------
@@ -424,18 +350,8 @@ export class Registry {
           this.events.changed('tools');
         }
       }
-      for (const [name, entry] of this.prompts) {
-        if (owner === undefined || entry.owner === owner) {
-          this.prompts.delete(name);
-          this.events.changed('prompts');
-        }
-      }
-      for (const [key, entry] of this.resources) {
-        if (owner === undefined || entry.owner === owner) {
-          this.resources.delete(key);
-          this.events.changed('resources');
-        }
-      }
+      this.prompts.removeOwner(owner);
+      this.resources.removeOwner(owner);
     } finally {
       this.endBatch();
     }
@@ -444,8 +360,8 @@ export class Registry {
   snapshotOwner(owner: string): OwnerSnapshot {
     return {
       tools: [...this.tools.values()].filter((s) => s.entry.owner === owner),
-      prompts: [...this.prompts.values()].filter((p) => p.owner === owner),
-      resources: [...this.resources.values()].filter((r) => r.owner === owner),
+      prompts: this.prompts.ofOwner(owner),
+      resources: this.resources.ofOwner(owner),
     };
   }
 
@@ -458,14 +374,8 @@ export class Registry {
         this.tools.set(slot.entry.name, slot);
         this.events.changed('tools');
       }
-      for (const p of snapshot.prompts) {
-        this.prompts.set(p.name, p);
-        this.events.changed('prompts');
-      }
-      for (const r of snapshot.resources) {
-        this.resources.set(r.uriTemplate, r);
-        this.events.changed('resources');
-      }
+      this.prompts.restore(snapshot.prompts);
+      this.resources.restore(snapshot.resources);
     } finally {
       this.endBatch();
     }
@@ -474,8 +384,8 @@ export class Registry {
   owners(): Set<string> {
     const out = new Set<string>();
     for (const s of this.tools.values()) out.add(s.entry.owner);
-    for (const p of this.prompts.values()) out.add(p.owner);
-    for (const r of this.resources.values()) out.add(r.owner);
+    this.prompts.addOwnersTo(out);
+    this.resources.addOwnersTo(out);
     return out;
   }
 }
