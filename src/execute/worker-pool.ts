@@ -8,16 +8,21 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Worker, type MessagePort } from 'node:worker_threads';
-import { MessageBatch, isBundle, type MessageBundle } from '../plugins/message-batch.js';
+import type { MessagePort } from 'node:worker_threads';
 import type { Logger } from '../log.js';
 import type { ToolCaller } from '../lua-api/tool-caller.js';
-import type { ContentItem } from '../registry/types.js';
 import type { DirectPlan } from './direct-plan.js';
-import { DirectChannels, revokeAll, type RunGrants } from './direct-grants.js';
+import { revokeAll } from './direct-grants.js';
 import type { ResolvedExecuteOptions } from './options.js';
-import type { DirectCallRecord } from './inner-observe.js';
 import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
+import {
+  failed,
+  outcomeOf,
+  relayCall,
+  spawnSlot,
+  type ScriptOutcome,
+  type Slot,
+} from './script-slot.js';
 
 export interface ScriptJob {
   code: string;
@@ -41,47 +46,8 @@ export interface ExecuteStats {
   innerCalls: { direct: number; hub: number };
 }
 
-export type ScriptOutcome = (
-  | { ok: true; result: unknown; images: ContentItem[]; output: string }
-  | { ok: false; error: string; output: string }
-) & {
-  /** The run's direct calls, when it was asked to record them (ScriptJob.observe). */
-  directLog?: DirectCallRecord[];
-};
+export type { ScriptOutcome } from './script-slot.js';
 
-interface Slot {
-  worker: Worker;
-  /** To the worker: the answers to a run's inner calls of one turn go together. */
-  outbox: MessageBatch<ToWorker>;
-  /** The tool of each answer in the outbox, for the error when one cannot be copied. */
-  toolOf: Map<number, string>;
-  job:
-    | {
-        run: number;
-        finish: (o: ScriptOutcome) => void;
-        caller: ToolCaller;
-        started: () => void;
-        /** The worker made the run's scratch folder. */
-        scratchMade: boolean;
-        /** Inner calls made and not yet answered. */
-        pending: number;
-        /** What the run may call directly; revoked when it ends or the tools change. */
-        grants: RunGrants;
-      }
-    | undefined;
-  /** A run that has answered while its worker still closes its state (runs its finalizers). */
-  cleaning: { run: number; timer: NodeJS.Timeout } | undefined;
-  /** The last run sent to this worker (0: none yet). */
-  lastRun: number;
-  /** The worker said it has a state made since `lastRun`: a run sent now starts at once. */
-  prepared: boolean;
-  /** The tool list this worker holds (sent with an earlier run). */
-  tools: string[] | undefined;
-  /** Its channels to plugin workers, for direct calls. */
-  direct: DirectChannels;
-}
-
-const WORKER_URL = new URL('./worker.js', import.meta.url);
 /** How long a worker may take to load its Lua module and start a run. */
 const START_LIMIT_MS = 30_000;
 
@@ -185,43 +151,10 @@ export class ScriptPool {
   }
 
   private spawn(): Slot {
-    const worker = new Worker(WORKER_URL, {
-      workerData: this.setup,
-      // The worker never writes to stdout (it may carry MCP over stdio); anything it does write
-      // goes to stderr with the logs.
-      stdout: true,
-      resourceLimits: { maxOldGenerationSizeMb: 256 },
+    const slot = spawnSlot(this.setup, {
+      message: (m) => this.onMessage(slot, m),
+      exit: (reason) => this.onExit(slot, reason),
     });
-    worker.stdout.pipe(process.stderr);
-    worker.unref();
-    const toolOf = new Map<number, string>();
-    const outbox = new MessageBatch<ToWorker>(worker, (msg, err) => {
-      // A result that cannot be copied to the worker (a JS tool returned a function, say).
-      if (msg.type === 'result')
-        outbox.post({
-          type: 'result',
-          run: msg.run,
-          call: msg.call,
-          error: `the result of '${toolOf.get(msg.call) ?? '?'}' cannot be passed to the script: ${err.message}`,
-        });
-    });
-    const slot: Slot = {
-      worker,
-      outbox,
-      toolOf,
-      job: undefined,
-      cleaning: undefined,
-      lastRun: 0,
-      prepared: false,
-      tools: undefined,
-      direct: new DirectChannels(),
-    };
-    worker.on('message', (msg: FromWorker | MessageBundle<FromWorker>) => {
-      if (!isBundle(msg)) return this.onMessage(slot, msg);
-      for (const m of msg.messages) this.onMessage(slot, m);
-    });
-    worker.on('error', (err) => this.onExit(slot, `the script's worker failed: ${err.message}`));
-    worker.on('exit', () => this.onExit(slot, "the script's worker stopped"));
     this.slots.push(slot);
     return slot;
   }
@@ -384,27 +317,9 @@ export class ScriptPool {
       case 'scratch':
         job.scratchMade = true;
         return;
-      case 'call': {
+      case 'call':
         this.innerCalls.hub++;
-        job.pending++;
-        const reply = (m: ToWorker) => {
-          if (slot.job?.run !== msg.run) return;
-          // The last answer out goes at once, with the others of its turn.
-          slot.toolOf.set(msg.call, msg.name);
-          slot.outbox.post(m, --job.pending <= 0);
-        };
-        job.caller.call(msg.name, msg.args).then(
-          (result) => reply({ type: 'result', run: msg.run, call: msg.call, result }),
-          (err: unknown) =>
-            reply({
-              type: 'result',
-              run: msg.run,
-              call: msg.call,
-              error: err instanceof Error ? err.message : String(err),
-            }),
-        );
-        return;
-      }
+        return relayCall(slot, job, msg);
       case 'notice': {
         // Cut and rate-limited in the worker already (a loop must not flood this thread).
         job.caller.notice(msg.text, msg.params);
@@ -416,26 +331,7 @@ export class ScriptPool {
       case 'done':
         if (msg.direct !== undefined) slot.direct.watchLeft(msg.direct);
         this.innerCalls.direct += msg.directCalls ?? 0;
-        job.finish(
-          msg.ok
-            ? {
-                ok: true,
-                result: msg.result,
-                images: msg.images ?? [],
-                output: msg.output,
-                directLog: msg.directLog,
-              }
-            : {
-                ok: false,
-                error: msg.error ?? 'the script failed',
-                output: msg.output,
-                directLog: msg.directLog,
-              },
-        );
+        job.finish(outcomeOf(msg));
     }
   }
-}
-
-function failed(error: string): ScriptOutcome {
-  return { ok: false, error, output: '' };
 }
