@@ -344,6 +344,7 @@ async function startSessionSync(
     return await SessionSync.start(store, {
       url: s.cluster.redis!,
       prefix: `${s.cluster.prefix ?? 'moonhub'}:${s.hub_id}`,
+      commandTimeoutMs: s.cluster.limits.commandTimeoutMs,
       onRemoteChange: (row) =>
         logger.info(
           { session_uuid: row.uuid, revoked: row.revoked_at !== null },

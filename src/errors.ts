@@ -205,6 +205,12 @@ export const WIRE_ERRORS = {
     message:
       'Bad Gateway: the hub instance running this call ({instance}) stopped before answering; the call may be retried',
   },
+  session_store_unavailable: {
+    code: SERVER_ERROR,
+    status: 503,
+    message:
+      'Service Unavailable: the shared session store did not answer (cluster.limits.command_timeout_ms); the session is kept, retry later',
+  },
   shutting_down: {
     code: SERVER_ERROR,
     status: 503,

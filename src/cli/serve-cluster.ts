@@ -27,6 +27,7 @@ export async function openServeCluster(
     worker: workerSlot() !== undefined,
     limits: s.cluster.limits.records,
     answers: s.cluster.limits.answers,
+    commandTimeoutMs: s.cluster.limits.commandTimeoutMs,
     onError: (err, where) => logger.warn({ err, where }, 'cluster bus or store failure'),
   });
 }

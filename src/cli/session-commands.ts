@@ -51,6 +51,7 @@ async function withStore<T>(
       sync = await SessionSync.start(store, {
         url: s.cluster.redis,
         prefix: `${s.cluster.prefix ?? 'moonhub'}:${s.hub_id}`,
+        commandTimeoutMs: s.cluster.limits.commandTimeoutMs,
       });
     return fn(store, s.hub_id);
   } finally {

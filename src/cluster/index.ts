@@ -39,6 +39,8 @@ export interface ClusterOptions {
   limits?: Partial<RecordLimits>;
   /** Bounds of requests waiting for a client's answer (`cluster.limits`). */
   answers?: AnswerRouterOptions;
+  /** `cluster.limits.command_timeout_ms` (redis.ts). */
+  commandTimeoutMs?: number | undefined;
   onError?: (err: unknown, where: string) => void;
 }
 
@@ -74,9 +76,13 @@ export async function openCluster(opts: ClusterOptions): Promise<Cluster> {
       prefix: namespace,
       instanceId,
       onError: busError,
+      commandTimeoutMs: opts.commandTimeoutMs,
     });
     try {
-      redis = await connectRedis(opts.redis, { name: `moonhub-${instanceId}-state` });
+      redis = await connectRedis(opts.redis, {
+        name: `moonhub-${instanceId}-state`,
+        commandTimeoutMs: opts.commandTimeoutMs,
+      });
     } catch (err) {
       await bus.close();
       throw err;

@@ -18,6 +18,7 @@ export interface RedisBusOptions {
   prefix: string;
   instanceId?: string;
   onError?: (err: unknown, channel: string) => void;
+  commandTimeoutMs?: number | undefined;
 }
 
 export class RedisBus implements MessageBus {
@@ -76,10 +77,14 @@ export class RedisBus implements MessageBus {
 
   static async open(opts: RedisBusOptions): Promise<RedisBus> {
     const id = opts.instanceId ?? newInstanceId();
-    const pub = await connectRedis(opts.url, { name: `moonhub-${id}-pub` });
+    const timeout = opts.commandTimeoutMs;
+    const pub = await connectRedis(opts.url, {
+      name: `moonhub-${id}-pub`,
+      commandTimeoutMs: timeout,
+    });
     let sub: Redis;
     try {
-      sub = await connectRedis(opts.url, { name: `moonhub-${id}-sub` });
+      sub = await connectRedis(opts.url, { name: `moonhub-${id}-sub`, commandTimeoutMs: timeout });
     } catch (err) {
       await closeRedis(pub);
       throw err;

@@ -1,15 +1,19 @@
 /**
  * Redis connections for the cluster (ioredis): made from the `cluster.redis` URL (`redis://`,
  * `rediss://` for TLS, user and password in the URL, a database number as its path). Commands
- * fail after two retries instead of queueing forever while Redis is away, so a request that
- * needs shared state gets an error it can report; the connection itself keeps reconnecting
- * (250 ms doubling to 5 s) and resubscribes its channels.
+ * fail after two retries instead of queueing forever while Redis is away, and after
+ * `cluster.limits.command_timeout_ms` when Redis is connected but does not answer (stopped,
+ * overloaded, a network black hole): a request that needs shared state gets an error it can
+ * report, and the commands waiting are bounded by the time. The connection itself keeps
+ * reconnecting (250 ms doubling to 5 s) and resubscribes its channels.
  */
 import { Redis } from 'ioredis';
 
 export type { Redis } from 'ioredis';
 
 export const DEFAULT_PREFIX = 'moonhub';
+/** `cluster.limits.command_timeout_ms`: how long a command may wait for Redis's answer. */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 2000;
 
 /** The URL without its password, for logs and errors. */
 export function redactRedisUrl(url: string): string {
@@ -41,6 +45,8 @@ export interface RedisConnectOptions {
   /** Shown in CLIENT LIST, to tell the hub's connections apart. */
   name: string;
   connectTimeoutMs?: number;
+  /** Default DEFAULT_COMMAND_TIMEOUT_MS. */
+  commandTimeoutMs?: number | undefined;
 }
 
 /** A connected client; rejects with a clear message when Redis cannot be reached. */
@@ -52,6 +58,7 @@ export async function connectRedis(url: string, opts: RedisConnectOptions): Prom
     lazyConnect: true,
     connectTimeout: opts.connectTimeoutMs ?? 5000,
     maxRetriesPerRequest: 2,
+    commandTimeout: opts.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
     retryStrategy: (times) => Math.min(250 * 2 ** (times - 1), 5000),
   });
   // Errors are reported through the promises of the commands; without a listener ioredis

@@ -17,6 +17,7 @@ export interface ClusterLimitsConfig {
   session_cache_ms?: number;
   answer_timeout_ms?: number;
   max_waiting_answers?: number;
+  command_timeout_ms?: number;
 }
 
 export interface ClusterLimitSettings {
@@ -31,6 +32,8 @@ export interface ClusterLimitSettings {
     sessionCacheMs?: number;
   };
   answers: { timeoutMs?: number; maxPending?: number };
+  /** How long a Redis command may wait for its answer (cluster/redis.ts; undefined: default). */
+  commandTimeoutMs: number | undefined;
 }
 
 export function clusterLimitsOf(c: ClusterLimitsConfig | undefined): ClusterLimitSettings {
@@ -46,5 +49,5 @@ export function clusterLimitsOf(c: ClusterLimitsConfig | undefined): ClusterLimi
   if (c?.session_cache_ms !== undefined) records.sessionCacheMs = c.session_cache_ms;
   if (c?.answer_timeout_ms !== undefined) answers.timeoutMs = c.answer_timeout_ms;
   if (c?.max_waiting_answers !== undefined) answers.maxPending = c.max_waiting_answers;
-  return { records, answers };
+  return { records, answers, commandTimeoutMs: c?.command_timeout_ms };
 }

@@ -202,6 +202,8 @@ class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
   }
 
   internalFailure(res: ServerResponse, err: unknown): void {
+    // A refusal with its own answer (the shared session store not answering, say).
+    if (err instanceof WireError && !res.headersSent) return sendError(res, err);
     this.opts.onError?.(err);
     if (!res.headersSent) sendError(res, wireError('internal_error'));
     else res.destroy();

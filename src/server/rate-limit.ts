@@ -5,6 +5,9 @@
  * the maps without bound: past `maxBuckets` the full (idle) buckets are swept, then the oldest.
  */
 import { globMatch } from '../registry/glob.js';
+import { SharedRate, type GlobalBuckets } from './shared-rate.js';
+
+export type { GlobalBuckets } from './shared-rate.js';
 
 export interface RateRule {
   perSecond: number;
@@ -15,17 +18,6 @@ export interface RateRule {
 export interface RateRefusal {
   limit: string;
   retryAfterMs: number;
-}
-
-/**
- * Buckets shared by every process of a cluster (`Cluster.counters()`, src/cluster/counters.ts),
- * as this module needs them (a structural type: server/ does not import cluster/).
- */
-export interface GlobalBuckets {
-  take(
-    key: string,
-    rule: { capacity: number; refillPerSecond: number },
-  ): Promise<{ allowed: boolean; retryAfterMs: number }>;
 }
 
 export interface RateLimitOptions {
@@ -121,37 +113,18 @@ export class RateLimiter {
   }
 
   /** `limits.rate.global`: buckets shared by the cluster, consulted beside this process's. */
-  private global: GlobalBuckets | undefined;
-  /** Keys the global buckets refused, until when (performance.now() ms). */
-  private readonly blocked = new Map<string, number>();
+  private global: SharedRate | undefined;
 
   /**
    * Makes the limits cluster-wide. The local buckets still decide at once (no I/O on the hot
-   * path); each admitted request is also taken from the global bucket in the background, and a
-   * global refusal refuses that key here until the global bucket has a token again. So a
-   * principal gets the configured rate across all processes, give or take the requests in flight
-   * during one round trip to the store. A store failure lets requests through (the local bucket
-   * still applies).
+   * path); what they admit is also taken from the shared buckets in the background
+   * (shared-rate.ts), and a shared refusal refuses that key here until the shared bucket has a
+   * token again. So a principal gets the configured rate across all processes, give or take the
+   * requests admitted during one round trip to the store. A store failure lets requests through
+   * (the local bucket still applies).
    */
   shareWith(global: GlobalBuckets): void {
-    this.global = global;
-  }
-
-  private takeGlobal(key: string, rule: RateRule, now: number): number {
-    const until = this.blocked.get(key);
-    if (until !== undefined) {
-      if (until > now) return Math.ceil(until - now);
-      this.blocked.delete(key);
-    }
-    this.global!.take(key, { capacity: rule.burst, refillPerSecond: rule.perSecond }).then(
-      (r) => {
-        if (r.allowed) return;
-        if (this.blocked.size >= this.maxBuckets) this.blocked.clear();
-        this.blocked.set(key, performance.now() + Math.max(1, r.retryAfterMs));
-      },
-      () => {},
-    );
-    return 0;
+    this.global = new SharedRate(global, this.maxBuckets);
   }
 
   /** True when some rule limits tools/call per (principal, tool). */
@@ -174,7 +147,7 @@ export class RateLimiter {
     if (this.principal !== undefined) {
       let wait = this.byPrincipal.take(who, this.principal, now);
       if (wait === 0 && this.global !== undefined)
-        wait = this.takeGlobal('rate:p:' + who, this.principal, now);
+        wait = this.global.take('rate:p:' + who, this.principal, now);
       if (wait > 0) return { limit: 'limits.rate.principal', retryAfterMs: wait };
     }
     if (tool === undefined) return undefined;
@@ -201,7 +174,7 @@ export class RateLimiter {
     const key = who + '\u0000' + tool;
     let wait = this.byTool.take(key, rule.rule, now);
     if (wait === 0 && this.global !== undefined)
-      wait = this.takeGlobal('rate:t:' + key, rule.rule, now);
+      wait = this.global.take('rate:t:' + key, rule.rule, now);
     return wait > 0 ? { limit: rule.key, retryAfterMs: wait } : undefined;
   }
 

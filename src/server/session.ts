@@ -137,7 +137,11 @@ export interface SessionLayer {
  * (`shared-sessions.ts`). Asynchronous, so they run around the synchronous inbound decision.
  */
 export interface SharedSessions {
-  /** Before a request naming this session: the local copy made or refreshed from the store. */
+  /**
+   * Before a request naming this session: the local copy made or refreshed from the store.
+   * Rejects with a WireError (`session_store_unavailable`) when the store does not answer and
+   * this process does not know the session.
+   */
   load(id: string): Promise<void>;
   /** After a request: what it changed is written; the error when the session cannot be kept. */
   commit(session: SessionRecord): Promise<WireError | undefined>;

@@ -167,8 +167,11 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     try {
       rec = await this.opts.records.get(id);
     } catch (err) {
-      // The store unreachable: serve from what this process knows.
+      // The store unreachable: serve from what this process knows. A session it does not know
+      // is not refused as unknown (the client would open a new one and lose this one): it is
+      // told to retry, and the session is still there when the store answers again.
       this.opts.onError?.(err, 'session record read');
+      if (known === undefined) throw wireError('session_store_unavailable');
       return;
     }
     const here = this.adopted.get(id) ?? this.local.touch(id);

@@ -33,6 +33,8 @@ export interface SessionSyncOptions {
   /** A session added or revoked by another hub (for the log). */
   onRemoteChange?: (row: ReplicatedSession) => void;
   onError?: (err: unknown) => void;
+  /** `cluster.limits.command_timeout_ms` (cluster/redis.ts). */
+  commandTimeoutMs?: number | undefined;
 }
 
 function isRow(v: unknown): v is ReplicatedSession {
@@ -94,10 +96,17 @@ export class SessionSync {
 
   /** Connects, subscribes, then reconciles the database with Redis before resolving. */
   static async start(store: SessionStore, opts: SessionSyncOptions): Promise<SessionSync> {
-    const cmd = await connectRedis(opts.url, { name: 'moonhub-sessions' });
+    const timeout = opts.commandTimeoutMs;
+    const cmd = await connectRedis(opts.url, {
+      name: 'moonhub-sessions',
+      commandTimeoutMs: timeout,
+    });
     let sub: Redis;
     try {
-      sub = await connectRedis(opts.url, { name: 'moonhub-sessions-sub' });
+      sub = await connectRedis(opts.url, {
+        name: 'moonhub-sessions-sub',
+        commandTimeoutMs: timeout,
+      });
     } catch (err) {
       await closeRedis(cmd);
       throw err;

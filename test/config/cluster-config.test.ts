@@ -26,7 +26,7 @@ describe('cluster config', () => {
       'cluster: { redis: "redis://r:6379/2", prefix: team, workers: 3 }\n',
     );
     const s = resolveSettings({ config: cfg });
-    const none = { records: {}, answers: {} };
+    const none = { records: {}, answers: {}, commandTimeoutMs: undefined };
     assert.deepEqual(s.cluster, {
       redis: 'redis://r:6379/2',
       prefix: 'team',
@@ -54,7 +54,7 @@ describe('cluster config', () => {
       'cluster: { limits: { max_sessions: 5, idle_timeout_ms: 60000, max_subscriptions: 7,' +
         ' max_events_per_stream: 9, max_event_bytes: 4096, event_ttl_ms: 5000,' +
         ' instance_ttl_ms: 3000, session_cache_ms: 250, answer_timeout_ms: 2000,' +
-        ' max_waiting_answers: 3 } }\n',
+        ' max_waiting_answers: 3, command_timeout_ms: 750 } }\n',
     );
     assert.deepEqual(resolveSettings({ config: cfg }).cluster.limits, {
       records: {
@@ -68,6 +68,7 @@ describe('cluster config', () => {
         sessionCacheMs: 250,
       },
       answers: { timeoutMs: 2000, maxPending: 3 },
+      commandTimeoutMs: 750,
     });
   });
 
