@@ -9,11 +9,12 @@
  * client declared the capability. With one call in flight, that is exact.
  */
 import type { Client } from '@modelcontextprotocol/client';
+import { IdTable } from '../id-table.js';
 import type { CallPeer, LogLevel } from '../registry/types.js';
 
 /** A call in flight; its peer is read only when a message needs it (a CallContext's `peer` is a getter that builds one). */
 interface Active {
-  from: { readonly peer?: CallPeer };
+  readonly peer?: CallPeer;
 }
 
 const CAPABILITY: Record<string, string> = {
@@ -23,7 +24,12 @@ const CAPABILITY: Record<string, string> = {
 };
 
 export class UpstreamRelay {
-  private readonly active = new Set<Active>();
+  /**
+   * Calls in flight by a rising key (so in the order they came). Not a Set: its entries hold
+   * their requests and come and go at the call rate (id-table.ts says why that pinned them).
+   */
+  private readonly active = new IdTable<Active, number>();
+  private nextKey = 1;
   private readonly onLog: ((level: string, data: unknown, logger?: string) => void) | undefined;
 
   constructor(onLog?: (level: string, data: unknown, logger?: string) => void) {
@@ -31,23 +37,23 @@ export class UpstreamRelay {
   }
 
   /** Marks a call in flight for `from.peer`; `untrack` with what it returns ends it. */
-  track(from: { readonly peer?: CallPeer }): object {
-    const entry: Active = { from };
-    this.active.add(entry);
-    return entry;
+  track(from: Active): number {
+    const key = this.nextKey++;
+    this.active.set(key, from);
+    return key;
   }
 
   private peers(): CallPeer[] {
     const out: CallPeer[] = [];
-    for (const a of this.active) {
-      const peer = a.from.peer;
+    for (const a of this.active.values()) {
+      const peer = a.peer;
       if (peer !== undefined) out.push(peer);
     }
     return out;
   }
 
-  untrack(entry: object | undefined): void {
-    if (entry !== undefined) this.active.delete(entry as Active);
+  untrack(key: number | undefined): void {
+    if (key !== undefined) this.active.delete(key);
   }
 
   private pick(capability?: string): CallPeer | undefined {
