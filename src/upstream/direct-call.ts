@@ -36,11 +36,9 @@ import {
 } from './direct-listeners.js';
 
 /** One request in flight on the direct path. */
-/** Keys of calls in flight (their owner's `live` table). */
-let nextKey = 1;
-
 export class DirectCall implements RawExchange, EventSink, ListenedCall {
-  private readonly key = nextKey++;
+  /** Its slot in the owner's `live` table, once started. */
+  private slot = -1;
   private req: ClientRequest | undefined;
   /** The lean client's request (plain-http upstreams), when it carries this call. */
   private raw: RawRequest | undefined;
@@ -96,7 +94,7 @@ export class DirectCall implements RawExchange, EventSink, ListenedCall {
       }
     }
     this.timer = setTimeout(onTimer, Math.min(this.opts.idleMs, this.opts.totalMs), this);
-    this.owner.live.set(this.key, this);
+    this.slot = this.owner.live.add(this);
     this.post();
   }
 
@@ -428,7 +426,7 @@ export class DirectCall implements RawExchange, EventSink, ListenedCall {
 
   private cleanup(): void {
     this.done = true;
-    this.owner.live.delete(this.key);
+    this.owner.live.delete(this.slot, this);
     if (this.timer !== undefined) clearTimeout(this.timer);
     if (this.watching !== undefined) this.watching.unwatch(this);
     else this.signal?.removeEventListener('abort', this);

@@ -17,7 +17,7 @@ import {
   CLIENT_INFO_META_KEY,
   PROTOCOL_VERSION_META_KEY,
 } from '@modelcontextprotocol/client';
-import { IdTable } from '../id-table.js';
+import { SlotTable } from '../slot-table.js';
 import { DirectCall } from './direct-call.js';
 import type { CallOwner, DirectOptions, DirectSession, INPUT_REQUIRED } from './direct-types.js';
 import {
@@ -57,9 +57,8 @@ export class DirectHttp implements CallOwner {
   private readonly legacyHeaders: string[] | undefined;
   private readonly modernHeaders = new Map<string, string[]>();
   private readonly base: string[];
-  /** Calls in flight, failed together when the connection is lost. */
-  /** Calls in flight, by DirectCall.key. Not a Set: entries live a call each (id-table.ts). */
-  readonly live = new IdTable<DirectCall, number>();
+  /** Calls in flight, failed together when the connection is lost (slot-table.ts: why not a Set). */
+  readonly live = new SlotTable<DirectCall>();
   /** The `_meta` envelope after the progress token, as JSON without its opening brace. */
   private readonly metaTail: string;
   /** Plain-http upstreams: the lean client's sockets (raw-http.ts); else node:http for all. */

@@ -5,7 +5,7 @@
  * module does not depend on the session's.
  */
 import type { ClientRequest, OutgoingHttpHeaders } from 'node:http';
-import type { IdTable } from '../id-table.js';
+import type { SlotTable } from '../slot-table.js';
 import type { AbortWatch } from '../registry/types.js';
 import type { RawHttpPool } from './raw-http.js';
 
@@ -63,7 +63,7 @@ export interface DirectOptions {
 export interface CallOwner {
   readonly session: DirectSession;
   /** Calls in flight, failed together when the connection is lost. */
-  readonly live: IdTable<{ abort(reason: Error): void }, number>;
+  readonly live: SlotTable<{ abort(reason: Error): void }>;
   /** Plain-http upstreams: the lean client's sockets; else node:http for all. */
   readonly pool: RawHttpPool | undefined;
   /** The lean client's request head for a header list (undefined: node:http must send it). */

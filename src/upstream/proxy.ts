@@ -359,7 +359,7 @@ export class UpstreamProxy {
     } catch (err) {
       return failureResult(`upstream ${this.url} failed: ${(err as Error).message}`);
     } finally {
-      this.relay.untrack(tracked);
+      this.relay.untrack(tracked, ctx);
     }
   }
 
@@ -379,7 +379,7 @@ export class UpstreamProxy {
       if (typeof r.description === 'string') out.description = r.description;
       return out;
     } finally {
-      this.relay.untrack(tracked);
+      this.relay.untrack(tracked, ctx);
     }
   }
 
@@ -389,7 +389,7 @@ export class UpstreamProxy {
       const r = await this.connection.call('resources/read', { uri }, cancelOnly(ctx));
       return { contents: r.contents as ResourceReadResult['contents'] };
     } finally {
-      this.relay.untrack(tracked);
+      this.relay.untrack(tracked, ctx);
     }
   }
 

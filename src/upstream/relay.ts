@@ -9,7 +9,7 @@
  * client declared the capability. With one call in flight, that is exact.
  */
 import type { Client } from '@modelcontextprotocol/client';
-import { IdTable } from '../id-table.js';
+import { SlotTable } from '../slot-table.js';
 import type { CallPeer, LogLevel } from '../registry/types.js';
 
 /** A call in flight; its peer is read only when a message needs it (a CallContext's `peer` is a getter that builds one). */
@@ -25,11 +25,12 @@ const CAPABILITY: Record<string, string> = {
 
 export class UpstreamRelay {
   /**
-   * Calls in flight by a rising key (so in the order they came). Not a Set: its entries hold
-   * their requests and come and go at the call rate (id-table.ts says why that pinned them).
+   * Calls in flight. Not a Set: its entries hold their requests and come and go at the call rate,
+   * and a Set's replaced tables pinned them (slot-table.ts). `order` holds each slot's arrival.
    */
-  private readonly active = new IdTable<Active, number>();
-  private nextKey = 1;
+  private readonly active = new SlotTable<Active>();
+  private readonly order: number[] = [];
+  private arrivals = 0;
   private readonly onLog: ((level: string, data: unknown, logger?: string) => void) | undefined;
 
   constructor(onLog?: (level: string, data: unknown, logger?: string) => void) {
@@ -38,22 +39,26 @@ export class UpstreamRelay {
 
   /** Marks a call in flight for `from.peer`; `untrack` with what it returns ends it. */
   track(from: Active): number {
-    const key = this.nextKey++;
-    this.active.set(key, from);
-    return key;
+    const slot = this.active.add(from);
+    this.order[slot] = ++this.arrivals;
+    return slot;
   }
 
+  /** The peers of the calls in flight, oldest call first (read only when a message comes). */
   private peers(): CallPeer[] {
+    const order = this.order;
+    const calls = [...this.active.entries()].sort((a, b) => order[a[0]]! - order[b[0]]!);
     const out: CallPeer[] = [];
-    for (const a of this.active.values()) {
+    for (const [, a] of calls) {
       const peer = a.peer;
       if (peer !== undefined) out.push(peer);
     }
     return out;
   }
 
-  untrack(key: number | undefined): void {
-    if (key !== undefined) this.active.delete(key);
+  /** Ends the call `track` gave `slot` for. */
+  untrack(slot: number, from: Active): void {
+    this.active.delete(slot, from);
   }
 
   private pick(capability?: string): CallPeer | undefined {
