@@ -14,6 +14,13 @@ import type { SessionRecord } from './session.js';
 /** The first revision whose clients understand priming events and resumption (SEP-1699). */
 const RESUMABLE_VERSION = '2025-11-25';
 
+const CHANNEL = Symbol('moonhub.post-channel');
+type ChannelResponse = ServerResponse & { [CHANNEL]?: PostResponseChannel };
+
+function onResponseClose(this: ChannelResponse): void {
+  this[CHANNEL]?.responseClosed();
+}
+
 /**
  * The channel of one POSTed request: the POST's own response. Its abort source is made lazily: the AbortController
  * exists only once a handler reads `ctx.signal`, the response's 'close' listener once a handler
@@ -49,11 +56,16 @@ export class PostResponseChannel extends RequestChannel {
         this.abort(localError('client_disconnected'));
       return;
     }
-    res.once('close', () => {
-      // A resumable stream outlives its connection: the client may come back for the answer.
-      if (!res.writableFinished && this.resumable === undefined)
-        this.abort(localError('client_disconnected'));
-    });
+    // One shared listener, the channel on the response: no closure and `once` wrapper per call.
+    (res as ChannelResponse)[CHANNEL] = this;
+    res.on('close', onResponseClose);
+  }
+
+  /** The response closed (its connection went, or it was answered). */
+  responseClosed(): void {
+    // A resumable stream outlives its connection: the client may come back for the answer.
+    if (!this.res.writableFinished && this.resumable === undefined)
+      this.abort(localError('client_disconnected'));
   }
 
   private upgrade(): boolean {
