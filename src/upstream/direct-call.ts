@@ -16,7 +16,7 @@ import { type INPUT_REQUIRED, type CallOwner, type DirectOptions } from './direc
 import { FIELD_VALUE, type DirectMethod } from './direct-wire.js';
 import { answerOutcome, Failed, httpError, jsonOutcome, type Outcome } from './direct-answer.js';
 import { EventStreamReader, type EventSink } from './direct-events.js';
-import { postHeaders, rawPostHead, resumeHeaders } from './direct-request.js';
+import { postHeaders, rawPostTail, resumeHeaders } from './direct-request.js';
 import type { RawExchange, RawRequest } from './raw-http.js';
 import { UpstreamError } from './upstream-error.js';
 import {
@@ -113,7 +113,8 @@ export class DirectCall implements RawExchange, EventSink, ListenedCall {
     const head = pool === undefined ? undefined : this.owner.headOf(this.base);
     const trace = this.trace;
     if (head !== undefined && (trace === undefined || FIELD_VALUE.test(trace[1]!))) {
-      this.raw = pool!.post(rawPostHead(head, this.body, trace), this.body, this);
+      const bytes = Buffer.byteLength(this.body);
+      this.raw = pool!.postParts(head, rawPostTail(bytes, trace), this.body, bytes, this);
       return;
     }
     const headers = postHeaders(this.base, this.body, trace);

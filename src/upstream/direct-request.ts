@@ -5,11 +5,13 @@
  */
 import type { OutgoingHttpHeaders } from 'node:http';
 
-/** The lean client's POST head: the session's head, the body's length and the trace header. */
-export function rawPostHead(head: string, body: string, trace: string[] | undefined): string {
+/**
+ * The end of the lean client's POST head, after the session's head: the body's length (its UTF-8
+ * bytes) and the trace header.
+ */
+export function rawPostTail(bodyBytes: number, trace: string[] | undefined): string {
   return (
-    head +
-    `content-length: ${Buffer.byteLength(body)}\r\n` +
+    `content-length: ${bodyBytes}\r\n` +
     (trace === undefined ? '' : `traceparent: ${trace[1]}\r\n`) +
     '\r\n'
   );

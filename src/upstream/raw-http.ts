@@ -38,18 +38,28 @@ export class RawLine {
     readonly socket: Socket,
   ) {}
 
-  /** Writes `reqs` (one write) and waits for their answers in order. */
+  /**
+   * Writes `reqs` (one write) and waits for their answers in order. They are copied into one
+   * buffer part by part: joined into one string first, the whole string was copied again in the
+   * JS heap (flattened) before its encoding, ~0.7 KB a call.
+   */
   send(reqs: RawRequest[], reused: boolean): void {
     this.reused = reused;
     this.heard = false;
-    let text = '';
+    let size = 0;
+    for (const r of reqs) size += r.head.length + r.tail.length + r.contentBytes;
+    const buf = Buffer.allocUnsafe(size);
+    let at = 0;
     for (const r of reqs) {
       r.line = this;
       this.queue.push(r);
-      text += r.text;
-      r.text = '';
+      at += buf.write(r.head, at, 'latin1');
+      at += buf.write(r.tail, at, 'latin1');
+      at += buf.write(r.content, at, 'utf8');
+      r.head = r.tail = r.content = '';
     }
-    this.socket.write(text);
+    // The lengths were counted as the writes count them; never send bytes no part filled.
+    this.socket.write(at === size ? buf : buf.subarray(0, at));
   }
 
   onData(chunk: Buffer): void {
@@ -124,7 +134,21 @@ export class RawHttpPool {
 
   /** Sends `head` + `body`; the exchange hears the answer. */
   post(head: string, body: string, x: RawExchange): RawRequest {
-    const req = new RawRequest(this, head + body, x);
+    return this.postParts(head, '', body, Buffer.byteLength(body), x);
+  }
+
+  /**
+   * Sends `head` + `tail` + `body` (`head` and `tail` ASCII, `bodyBytes` the body's UTF-8
+   * length); the exchange hears the answer.
+   */
+  postParts(
+    head: string,
+    tail: string,
+    body: string,
+    bodyBytes: number,
+    x: RawExchange,
+  ): RawRequest {
+    const req = new RawRequest(this, head, tail, body, bodyBytes, x);
     if (this.depth <= 1 || !this.persistent) {
       this.write([req]);
       return req;

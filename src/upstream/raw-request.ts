@@ -69,8 +69,15 @@ export class RawRequest {
 
   constructor(
     private readonly pool: RequestPool,
-    /** The request's bytes until written. */
-    public text: string,
+    /**
+     * The request until written: its head in two parts (ASCII: the session's, cached, and this
+     * request's own lines), its body (`content`), and the body's UTF-8 length. Kept apart so the write copies
+     * each into one buffer without first joining them in a string.
+     */
+    public head: string,
+    public tail: string,
+    public content: string,
+    public contentBytes: number,
     private readonly x: RawExchange,
   ) {}
 

@@ -102,16 +102,19 @@ describe('pipelined proxied calls', () => {
       // machine one wave may arrive spread out, so up to five waves (each checked in full).
       for (let wave = 0; wave < 5 && fake.pipelined === pipelined; wave++) {
         const before = fake.connections;
+        // Multi-byte text of varying length: each request's bytes are counted and copied into
+        // the one buffer its write shares with the others.
+        const s = (i: number) => 'ü✓😀'.repeat(i % 3);
         const all = await Promise.all(
           Array.from({ length: n }, (_, i) =>
             era === '2026-07-28'
-              ? modernCall(hub, { n: i, wave })
-              : legacyCallOf(hub, session, { n: i, wave }),
+              ? modernCall(hub, { n: i, wave, s: s(i) })
+              : legacyCallOf(hub, session, { n: i, wave, s: s(i) }),
           ),
         );
         assert.deepEqual(
           all.map((r) => r.content[0]?.text),
-          all.map((_, i) => JSON.stringify({ n: i, wave })),
+          all.map((_, i) => JSON.stringify({ n: i, wave, s: s(i) })),
           `${era}: each call its own answer`,
         );
         const opened = fake.connections - before;
