@@ -16,7 +16,12 @@ import { RegistryError } from '../registry/errors.js';
 import type { CallContext } from '../registry/types.js';
 import type { DirectPlugin } from './direct-port.js';
 import { HardStop } from './hard-stop.js';
-import { workerSetupOf, type IsolatedPluginOptions, type Pending } from './isolated-setup.js';
+import {
+  whatOf,
+  workerSetupOf,
+  type IsolatedPluginOptions,
+  type Pending,
+} from './isolated-setup.js';
 import { ProxyCallbacks } from './proxy-callbacks.js';
 import { IdTable } from '../id-table.js';
 import { HubAnswers, endedContext } from './hub-answers.js';
@@ -26,7 +31,7 @@ import { RegistryMirror } from './mirror.js';
 import { ContextTable, DEFAULT_CONTEXT_TABLE_SIZE, callMessage } from './context-table.js';
 import type { FromWorker, ToWorker } from './worker-protocol.js';
 import { startWorker } from './worker-pool.js';
-import { encode, jsonExact, markRaw, valueText } from './wire.js';
+import { encodeInvoke, jsonExact, markRaw, resultHead, type ResultHead } from './wire.js';
 
 export type { IsolatedPluginOptions } from './isolated-setup.js';
 export { WORKER_HEAP_MB } from './worker-pool.js';
@@ -46,6 +51,9 @@ export class IsolatedPlugin implements DirectPlugin {
   private readonly calls = new IdTable<Pending, number>();
   /** Finished calls' callers and views, for tasks that outlive them (oldest dropped first). */
   private readonly finished = new Map<number, CallContext>();
+  /** The finished calls' ids in the order they finished (a ring of FINISHED_KEPT). */
+  private readonly finishedOrder: number[] = [];
+  private finishedAt = 0;
   /** What the worker registers, held until it has loaded, then mirrored into the registry. */
   private readonly mirror: RegistryMirror;
   private generation = 0;
@@ -64,8 +72,6 @@ export class IsolatedPlugin implements DirectPlugin {
   /** Execute runs' contexts by grant id (negative): direct calls act for them (direct-port.ts). */
   private readonly grants = new IdTable<CallContext, number>();
   private nextGrant = -1;
-  /** The JSON text of the value of the result message being handled, when it has one. */
-  private text: string | undefined;
   /** The callers' contexts the worker holds, named by id in each call. */
   private readonly contexts: ContextTable;
 
@@ -197,11 +203,12 @@ export class IsolatedPlugin implements DirectPlugin {
       };
       const receive = (raw: FromWorker | string): void => {
         if (typeof raw !== 'string') return handle(raw);
-        this.text = valueText(raw);
+        const result = resultHead(raw);
+        if (result === undefined) return handle(JSON.parse(raw) as FromWorker);
         try {
-          handle(JSON.parse(raw) as FromWorker);
+          if (gen === this.generation) this.settleText(result);
         } finally {
-          this.text = undefined;
+          questions.handled();
         }
       };
       worker.on('message', (raw: FromWorker | MessageBundle<FromWorker | string> | string) => {
@@ -346,13 +353,11 @@ export class IsolatedPlugin implements DirectPlugin {
     }
     const id = nextCall++;
     const limit = limitMs ?? DEFAULT_TIMEOUT_MS;
-    const what = `${kind.startsWith('complete') ? 'completion' : kind} '${name}'`;
     return new Promise((resolve, reject) => {
       const deadline = performance.now() + limit + this.opts.graceMs;
       // The caller's async context, for the nested calls the handler makes (hub-answers.ts).
       const scope = new AsyncResource('moonhub.plugin-call');
-      const tool = kind === 'tool';
-      this.calls.set(id, { resolve, reject, deadline, ctx, what, limitMs: limit, scope, tool });
+      this.calls.set(id, { resolve, reject, deadline, ctx, kind, name, limitMs: limit, scope });
       this.hardStop.arm(deadline);
       // Alone, a call goes at once; with others in flight, it shares the turn's postMessage.
       const now = this.calls.size <= 1;
@@ -363,7 +368,7 @@ export class IsolatedPlugin implements DirectPlugin {
         (msg.ctx === undefined || jsonExact(msg)) &&
         (complete === undefined || jsonExact(complete)) &&
         (msg.rid === undefined || jsonExact(msg.rid));
-      this.outbox.post(encode(msg, exact), now);
+      this.outbox.post(encodeInvoke(msg, exact), now);
     });
   }
 
@@ -373,32 +378,47 @@ export class IsolatedPlugin implements DirectPlugin {
     this.calls.delete(id);
     c.reject(
       new Error(
-        `timeout: the handler of ${c.what} ran longer than its ${c.limitMs} ms limit and was stopped hard (it was stuck in one long library call such as a backtracking pattern match, a __gc finalizer or an xpcall message handler)`,
+        `timeout: the handler of ${whatOf(c)} ran longer than its ${c.limitMs} ms limit and was stopped hard (it was stuck in one long library call such as a backtracking pattern match, a __gc finalizer or an xpcall message handler)`,
       ),
     );
     this.restart(
-      `the handler of ${c.what} overran its ${c.limitMs} ms limit by ${this.opts.graceMs} ms`,
+      `the handler of ${whatOf(c)} overran its ${c.limitMs} ms limit by ${this.opts.graceMs} ms`,
     );
   }
 
-  private settle(id: number, ok: boolean, value: unknown, error?: string, code?: string): void {
+  /** `text`: the value's JSON text, when the result came as resultText's message. */
+  private settle(
+    id: number,
+    ok: boolean,
+    value: unknown,
+    error?: string,
+    code?: string,
+    text?: string,
+  ): void {
     const c = this.calls.get(id);
     if (!c) return;
     this.calls.delete(id);
     this.remember(id, c.ctx);
     // The worker's JSON of an exact tool result: the dispatcher splices it into the answer.
-    if (ok && c.tool && this.text !== undefined) markRaw(value, this.text);
+    if (ok && c.kind === 'tool' && text !== undefined) markRaw(value, text);
     if (ok) c.resolve(value);
     else c.reject(code ? new RegistryError(code as never, error ?? '') : new Error(error));
     if (this.phase === 'retired' && this.calls.size === 0) this.close();
   }
 
+  /** A call's result as resultText wrote it: only its value is parsed (and its text kept). */
+  private settleText(result: ResultHead): void {
+    if (result.memory !== undefined) this.memoryUsed = result.memory;
+    this.settle(result.id, true, JSON.parse(result.value), undefined, undefined, result.value);
+  }
+
   private remember(id: number, ctx: CallContext): void {
     this.finished.set(id, endedContext(ctx));
-    if (this.finished.size > FINISHED_KEPT) {
-      const oldest = this.finished.keys().next().value as number;
-      this.finished.delete(oldest);
-    }
+    // The ids in the order they finished (a ring): the oldest goes without a Map iterator.
+    if (this.finishedOrder.length === FINISHED_KEPT)
+      this.finished.delete(this.finishedOrder[this.finishedAt]!);
+    this.finishedOrder[this.finishedAt] = id;
+    this.finishedAt = (this.finishedAt + 1) % FINISHED_KEPT;
   }
 
   // ---- what the worker asks ----------------------------------------------------------------

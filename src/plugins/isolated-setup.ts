@@ -9,7 +9,7 @@ import type { SessionViews } from '../lua-api/index.js';
 import type { Registry } from '../registry/registry.js';
 import type { CallContext } from '../registry/types.js';
 import type { PluginSource } from './discover.js';
-import type { PluginWorkerSetup } from './worker-protocol.js';
+import type { PluginWorkerSetup, ToWorker } from './worker-protocol.js';
 import type { WorkerPool } from './worker-pool.js';
 
 export interface IsolatedPluginOptions {
@@ -37,11 +37,11 @@ export interface Pending {
   /** When the call is stopped hard (performance.now() ms): its limit plus the grace. */
   deadline: number;
   ctx: CallContext;
-  what: string;
+  /** What runs (a tool call's result may pass on as the JSON text the worker made). */
+  kind: Extract<ToWorker, { type: 'invoke' }>['kind'];
+  name: string;
   limitMs: number;
   scope: AsyncResource;
-  /** A tool call: its result may pass on as the JSON text the worker made. */
-  tool: boolean;
 }
 
 /** The worker's first message: the plugin to load, its limits and the synchronous channel. */
@@ -64,4 +64,9 @@ export function workerSetupOf(
     flag,
     syncPort,
   };
+}
+
+/** A call's handler in an error message ("tool 'echo'", "completion 'greet'"). */
+export function whatOf(c: Pending): string {
+  return `${c.kind.startsWith('complete') ? 'completion' : c.kind} '${c.name}'`;
 }

@@ -7,6 +7,7 @@
  */
 
 import { RAW_JSON } from '../registry/raw-json.js';
+import type { ToWorker } from './worker-protocol.js';
 
 /** The deepest value checked; deeper ones go by structured clone (no recursion limit issue). */
 const MAX_DEPTH = 64;
@@ -49,6 +50,32 @@ export function encode<T extends object>(msg: T, exact: boolean): T | string {
   }
 }
 
+type Invoke = Extract<ToWorker, { type: 'invoke' }>;
+const INVOKE_HEAD = '{"type":"invoke","id":';
+
+/**
+ * A call's message as encode makes it when `exact`, the members written one by one (the same
+ * JSON as JSON.stringify of the message, without its pass over the message object).
+ */
+export function encodeInvoke(msg: Invoke, exact: boolean): Invoke | string {
+  if (!exact) return msg;
+  try {
+    let out =
+      INVOKE_HEAD + msg.id + ',"kind":"' + msg.kind + '","name":' + JSON.stringify(msg.name);
+    out += ',"input":' + JSON.stringify(msg.input);
+    if (msg.cx !== undefined) out += ',"cx":' + msg.cx;
+    if (msg.rid !== undefined) out += ',"rid":' + JSON.stringify(msg.rid);
+    if (msg.uri !== undefined) out += ',"uri":' + JSON.stringify(msg.uri);
+    if (msg.ctx !== undefined) out += ',"ctx":' + JSON.stringify(msg.ctx);
+    if (msg.peer !== undefined) out += ',"peer":' + JSON.stringify(msg.peer);
+    if (msg.complete !== undefined) out += ',"complete":' + JSON.stringify(msg.complete);
+    return out + '}';
+  } catch {
+    // Too large for one string: the structured clone (and its refusal) decide.
+    return msg;
+  }
+}
+
 /** A message as it came off the port. */
 export function decode<T>(msg: T | string): T {
   return typeof msg === 'string' ? (JSON.parse(msg) as T) : msg;
@@ -69,19 +96,50 @@ export function resultText(id: number, value: unknown, memory: number | undefine
   return head + VALUE_KEY + JSON.stringify(value) + '}';
 }
 
+/** A successful result message that resultText made, read without parsing its members. */
+export interface ResultHead {
+  id: number;
+  memory: number | undefined;
+  /** The JSON text of the value. */
+  value: string;
+}
+
+/** The longest id or memory figure read (a safe integer's digits). */
+const MAX_DIGITS = 15;
+const OK_TRUE = ',"ok":true';
+const MEMORY_KEY = ',"memory":';
+
+/** The decimal digits at `at` (1 to 15 of them): [value, index after], or undefined. */
+function digitsAt(msg: string, at: number): [number, number] | undefined {
+  let n = 0;
+  let i = at;
+  for (; i < msg.length && i - at < MAX_DIGITS; i++) {
+    const c = msg.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) break;
+    n = n * 10 + c;
+  }
+  return i === at ? undefined : [n, i];
+}
+
 /**
- * The JSON text of the value of a result message that resultText made, else undefined. The
- * members before the value are numbers and `true`, so the first `,"value":` is its key (a `,"`
- * never occurs inside a JSON string, where every quote is escaped).
+ * The members of a result message that resultText made, else undefined (an error result, a
+ * message of another type): the hub parses only the value's text, which it also passes on as it
+ * is. The members before the value are numbers and `true`, read here without a JSON pass.
  */
-export function valueText(msg: string): string | undefined {
-  if (!msg.startsWith(RESULT_HEAD)) return undefined;
-  const at = msg.indexOf(VALUE_KEY, RESULT_HEAD.length);
-  if (at === -1) return undefined;
-  const head = msg.slice(RESULT_HEAD.length, at);
-  // Only resultText's members: id, ok true, memory (an error result has no value member).
-  if (!/^\d+,"ok":true(?:,"memory":\d+)?$/.test(head)) return undefined;
-  return msg.slice(at + VALUE_KEY.length, -1);
+export function resultHead(msg: string): ResultHead | undefined {
+  if (!msg.startsWith(RESULT_HEAD) || msg.charCodeAt(msg.length - 1) !== 125 /* } */) return;
+  const id = digitsAt(msg, RESULT_HEAD.length);
+  if (id === undefined || !msg.startsWith(OK_TRUE, id[1])) return undefined;
+  let at = id[1] + OK_TRUE.length;
+  let memory: number | undefined;
+  if (msg.startsWith(MEMORY_KEY, at)) {
+    const m = digitsAt(msg, at + MEMORY_KEY.length);
+    if (m === undefined) return undefined;
+    memory = m[0];
+    at = m[1];
+  }
+  if (!msg.startsWith(VALUE_KEY, at)) return undefined;
+  return { id: id[0], memory, value: msg.slice(at + VALUE_KEY.length, -1) };
 }
 
 /**
