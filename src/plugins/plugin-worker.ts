@@ -49,15 +49,21 @@ const post = (msg: FromWorker): void => {
  * last one, and anything else (logs, registrations, requests), goes now, in order.
  */
 const postResult = (wire: FromWorker | string): void => {
-  outbox.post(wire, running.size <= 1);
+  outbox.post(wire, running <= 1);
 };
 const log = createLogger(setup.logLevel).child({ plugin: owner });
 
 /** Asynchronous requests to the hub's thread, by id. */
 const asked = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
 let nextAsk = 1;
-/** Calls from the hub running here: their cancellation, made when the code first waits. */
-const running = new IdTable<{ controller: AbortController | undefined }, number>();
+/** How many calls from the hub run here (results wait for the turn's end while others run). */
+let running = 0;
+/**
+ * The calls running here whose code waits on their cancellation (read `ctx.signal`): the hub
+ * relays an abort only for those ('watch'), so the others need no entry (a table insert and
+ * delete per call less).
+ */
+const watched = new IdTable<WorkerCall, number>();
 
 const link: HubLink = {
   post,
@@ -101,6 +107,8 @@ function remotePeer(
 /** A call running here: what its context's lazy fields are made from, and its cancellation. */
 interface WorkerCall {
   id: number;
+  /** The call has answered (a task it spawned may still read its context). */
+  ended: boolean;
   wire: PeerWire | undefined;
   controller: AbortController | undefined;
   filter: CallContext['filter'];
@@ -115,6 +123,7 @@ const PEER_FIELD = lazyField((c: WorkerCall) => {
 const SIGNAL_FIELD = lazyField((c: WorkerCall) => {
   if (!c.controller) {
     c.controller = new AbortController();
+    if (!c.ended) watched.set(c.id, c);
     post({ type: 'watch', id: c.id });
   }
   return c.controller.signal;
@@ -124,7 +133,7 @@ const SIGNAL_FIELD = lazyField((c: WorkerCall) => {
 const contexts = new Map<number, { ctx: PlainContext; peer?: PeerWire }>();
 
 /** The context a handler here sees: the caller's data, its client, view and cancellation by id. */
-function contextOf(msg: Extract<ToWorker, { type: 'invoke' }>): CallContext {
+function contextOf(msg: Extract<ToWorker, { type: 'invoke' }>, call: WorkerCall): CallContext {
   let base: PlainContext;
   let wire: PeerWire | undefined;
   let requestId: string | number | undefined;
@@ -143,14 +152,7 @@ function contextOf(msg: Extract<ToWorker, { type: 'invoke' }>): CallContext {
     requestId = base.request_id;
     uri = base.uri;
   }
-  const call: WorkerCall = {
-    id: msg.id,
-    wire,
-    controller: undefined,
-    filter: undefined,
-    peer: undefined,
-  };
-  running.set(msg.id, call);
+  call.wire = wire;
   // One literal of fixed shape (an absent field is an own undefined), no spread of the caller's
   // context per call. The view, the peer and the signal are own enumerable getters shared by
   // every context (lazy-fields.ts): made only when read, as spreads expect.
@@ -172,8 +174,8 @@ function contextOf(msg: Extract<ToWorker, { type: 'invoke' }>): CallContext {
   return ctx;
 }
 
-async function run(msg: Extract<ToWorker, { type: 'invoke' }>): Promise<unknown> {
-  const ctx = contextOf(msg);
+async function run(msg: Extract<ToWorker, { type: 'invoke' }>, call: WorkerCall): Promise<unknown> {
+  const ctx = contextOf(msg, call);
   switch (msg.kind) {
     case 'tool': {
       const entry: ToolEntry | undefined = registry.getTool(msg.name);
@@ -204,9 +206,18 @@ async function run(msg: Extract<ToWorker, { type: 'invoke' }>): Promise<unknown>
 
 /** Runs a call and posts its result (one async function: no promise chain per call). */
 async function invoke(msg: Extract<ToWorker, { type: 'invoke' }>): Promise<void> {
+  const call: WorkerCall = {
+    id: msg.id,
+    ended: false,
+    wire: undefined,
+    controller: undefined,
+    filter: undefined,
+    peer: undefined,
+  };
+  running++;
   let value: unknown;
   try {
-    value = await run(msg);
+    value = await run(msg, call);
   } catch (err) {
     const e = err as Error & { code?: string };
     const out: FromWorker = {
@@ -217,7 +228,7 @@ async function invoke(msg: Extract<ToWorker, { type: 'invoke' }>): Promise<void>
     };
     if (typeof e?.code === 'string') out.code = e.code;
     post(out);
-    running.delete(msg.id);
+    ended(call);
     return;
   }
   posted++;
@@ -238,7 +249,13 @@ async function invoke(msg: Extract<ToWorker, { type: 'invoke' }>): Promise<void>
     wire = out;
   }
   postResult(wire);
-  running.delete(msg.id);
+  ended(call);
+}
+
+function ended(call: WorkerCall): void {
+  running--;
+  call.ended = true;
+  if (call.controller !== undefined) watched.delete(call.id);
 }
 
 let state: LuaState | undefined;
@@ -321,7 +338,7 @@ function onMessage(msg: ToWorker): void {
       return a.reject(Object.assign(new Error(msg.error ?? 'failed'), { code: msg.code }));
     }
     case 'abort':
-      return running.get(msg.id)?.controller?.abort();
+      return watched.get(msg.id)?.controller?.abort();
     case 'context':
       contexts.set(msg.cx, msg.entry);
       return;
