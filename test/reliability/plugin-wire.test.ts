@@ -6,7 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { decode, encode, jsonExact } from '../../src/plugins/wire.js';
+import {
+  decode,
+  encode,
+  encodeInvoke,
+  jsonExact,
+  resultHead,
+  resultText,
+} from '../../src/plugins/wire.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
 import { callTool, pluginsDir } from './isolation-helpers.js';
 
@@ -50,6 +57,45 @@ describe('the plugin hop wire format', () => {
     // Not exact: the message itself goes (structured clone).
     const msg = { value: NaN };
     assert.equal(encode(msg, false), msg);
+  });
+
+  it('writes a call as JSON.stringify would, and reads a result by its head alone', () => {
+    const call = {
+      type: 'invoke' as const,
+      id: 7,
+      kind: 'tool' as const,
+      name: 'a "quoted" name',
+      input: { text: 'hé\n"', n: [1, 2.5, null] },
+      cx: 3,
+      rid: 'r-1',
+      uri: 'x://y',
+    };
+    assert.equal(encodeInvoke(call, true), JSON.stringify(call));
+    assert.equal(encodeInvoke(call, false), call);
+    const value = { content: [{ type: 'text', text: ',"value":{}' }] };
+    for (const memory of [undefined, 0, 123456789]) {
+      const text = resultText(123456, value, memory);
+      const head = resultHead(text)!;
+      const message = {
+        type: 'result',
+        id: 123456,
+        ok: true,
+        ...(memory === undefined ? {} : { memory }),
+        value,
+      };
+      assert.deepEqual(JSON.parse(text), message);
+      assert.deepEqual(head, { id: 123456, memory, value: JSON.stringify(value) });
+    }
+    // Anything else is parsed whole: an error result, another message, a cut or altered head.
+    for (const other of [
+      JSON.stringify({ type: 'result', id: 1, ok: false, error: 'e' }),
+      JSON.stringify({ type: 'watch', id: 1 }),
+      '{"type":"result","id":,"ok":true,"value":1}',
+      '{"type":"result","id":1,"ok":true,"memory":x,"value":1}',
+      '{"type":"result","id":1,"ok":true,"value":1',
+      '{"type":"result","id":1234567890123456,"ok":true,"value":1}',
+    ])
+      assert.equal(resultHead(other), undefined, other);
   });
 
   describe('against a real hub', () => {
