@@ -65,6 +65,7 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
     owner: opts.owner,
     sessionViews: opts.sessionViews,
     limits,
+    warn: (message) => opts.logger.warn(message),
   });
   installTask(state);
   installLog(state, opts.logger, gate);

@@ -12,8 +12,10 @@ import { callWithContext } from './context.js';
 import { activeHandlerContext, nestedContext } from './nested-call.js';
 import { contextFields } from './botster-compat.js';
 import {
+  droppedUpdates,
   handlerFailure,
   PLUGIN_LIMIT_KEYS,
+  RateGate,
   resolvePluginLimits,
   type PluginLimits,
 } from './plugin-limits.js';
@@ -26,6 +28,8 @@ export interface RegistryBindingOptions {
   sessionViews?: SessionViews;
   /** Result, error and registration bounds (plugin-limits.ts defaults when absent). */
   limits?: PluginLimits;
+  /** Told (a log line) how many `mcp.resource_updated` calls its rate dropped. */
+  warn?: (message: string) => void;
 }
 
 /** What a session (by its uuid) may see: its owner filter, or null when there is no such session. */
@@ -42,6 +46,8 @@ export class RegistryBinding {
    * set may hold names removed since; at the bound it is rebuilt from the registry first.
    */
   private readonly registered = new Set<string>();
+  /** `mcp.resource_updated`'s rate: each call is work on the hub's thread, whoever listens. */
+  readonly updates: RateGate;
 
   constructor(
     readonly state: LuaState,
@@ -51,6 +57,10 @@ export class RegistryBinding {
     this.owner = opts.owner;
     this.sessionViews = opts.sessionViews;
     this.limits = opts.limits ?? resolvePluginLimits();
+    const limits = this.limits;
+    this.updates = new RateGate(limits.resourceUpdatesPerSecond, (n) =>
+      opts.warn?.(droppedUpdates(n, limits)),
+    );
   }
 
   /**

@@ -12,6 +12,7 @@ import { checkFunction, checkString, optTable } from './args.js';
 import { luaResourceItem } from './botster-compat.js';
 import { completerRefs, luaCompleter } from './completions.js';
 import { describeFailure, str, type RegistryBinding } from './mcp-binding.js';
+import { RESOURCE_UPDATE_URI_LENGTH } from './plugin-limits.js';
 
 export function resourceFunctions(b: RegistryBinding): Record<string, HostFunctionSpec> {
   const { registry } = b;
@@ -61,7 +62,13 @@ export function resourceFunctions(b: RegistryBinding): Record<string, HostFuncti
     count_resources: { fn: () => registry.countResources() },
     resource_updated: {
       fn: (args, call) => {
-        registry.resourceUpdated(checkString(args, call, 1, 'resource_updated'));
+        const uri = checkString(args, call, 1, 'resource_updated');
+        // A longer URI matches no subscription, yet would be copied to the hub (and the bus).
+        if (uri.length > RESOURCE_UPDATE_URI_LENGTH)
+          throw new LuaArgumentError(
+            `bad argument #1 to 'resource_updated' (a URI may be at most ${RESOURCE_UPDATE_URI_LENGTH} characters, as limits.subscriptions.uri_length allows by default; this one has ${uri.length})`,
+          );
+        if (b.updates.admit()) registry.resourceUpdated(uri);
         return undefined;
       },
     },

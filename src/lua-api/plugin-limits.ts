@@ -41,6 +41,8 @@ export interface PluginLimits {
   upstreamRequestsInFlight: number;
   /** Least time between re-imports an upstream's list_changed asks for (`upstream_import_interval_ms`). */
   upstreamImportIntervalMs: number;
+  /** `mcp.resource_updated` calls taken per second, per plugin (`resource_updates_per_second`). */
+  resourceUpdatesPerSecond: number;
 }
 
 export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
@@ -57,6 +59,7 @@ export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
   upstreamRequestsPerSecond: DEFAULT_UPSTREAM_REQUESTS_PER_SECOND,
   upstreamRequestsInFlight: DEFAULT_UPSTREAM_REQUESTS_IN_FLIGHT,
   upstreamImportIntervalMs: DEFAULT_IMPORT_INTERVAL_MS,
+  resourceUpdatesPerSecond: 1000,
 };
 
 /** The config key of each limit, for error messages. */
@@ -74,7 +77,14 @@ export const PLUGIN_LIMIT_KEYS: Record<keyof PluginLimits, string> = {
   upstreamRequestsPerSecond: REQUESTS_PER_SECOND_KEY,
   upstreamRequestsInFlight: REQUESTS_IN_FLIGHT_KEY,
   upstreamImportIntervalMs: IMPORT_INTERVAL_KEY,
+  resourceUpdatesPerSecond: 'plugin_limits.resource_updates_per_second',
 };
+
+/**
+ * Characters of a URI `mcp.resource_updated` takes: `limits.subscriptions.uri_length`'s default,
+ * so no subscription can name a longer one unless the operator raised that bound.
+ */
+export const RESOURCE_UPDATE_URI_LENGTH = 4096;
 
 export function resolvePluginLimits(given: Partial<PluginLimits> = {}): PluginLimits {
   const out = { ...DEFAULT_PLUGIN_LIMITS };
@@ -187,4 +197,50 @@ export function droppedMessage(
   limits: Pick<PluginLimits, 'messagesPerSecond'>,
 ): string {
   return `${count} log/notice/progress message${count === 1 ? '' : 's'} dropped: at most ${limits.messagesPerSecond} per second (${PLUGIN_LIMIT_KEYS.messagesPerSecond})`;
+}
+
+/**
+ * A token bucket of `rate` a second (burst: one second's worth) that counts what it refuses and
+ * hands the count to `onDropped` once it admits again (at most once a second): for a plugin's `mcp.resource_updated`,
+ * whose every call is work on the hub's thread (and a bus message in the cluster modes).
+ */
+export class RateGate {
+  private tokens: number;
+  private last = performance.now();
+  private dropped = 0;
+  private reported = -Infinity;
+
+  constructor(
+    private readonly rate: number,
+    private readonly onDropped: (count: number) => void,
+  ) {
+    this.tokens = rate;
+  }
+
+  admit(): boolean {
+    const now = performance.now();
+    this.tokens = Math.min(this.rate, this.tokens + ((now - this.last) / 1000) * this.rate);
+    this.last = now;
+    if (this.tokens < 1) {
+      this.dropped++;
+      return false;
+    }
+    this.tokens--;
+    // At most one report a second: in a loop every admitted call follows a drop.
+    if (this.dropped > 0 && now - this.reported >= 1000) {
+      const n = this.dropped;
+      this.dropped = 0;
+      this.reported = now;
+      this.onDropped(n);
+    }
+    return true;
+  }
+}
+
+/** The log line about dropped resource updates. */
+export function droppedUpdates(
+  count: number,
+  limits: Pick<PluginLimits, 'resourceUpdatesPerSecond'>,
+): string {
+  return `${count} mcp.resource_updated call${count === 1 ? '' : 's'} dropped: at most ${limits.resourceUpdatesPerSecond} per second (${PLUGIN_LIMIT_KEYS.resourceUpdatesPerSecond})`;
 }

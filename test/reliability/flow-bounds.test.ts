@@ -48,6 +48,7 @@ execute:
   max_calls: 1000000
   timeout_ms: 120000
   max_timeout_ms: 120000
+plugin_limits: { resource_updates_per_second: 1000000 }
 limits:
   streams: { buffer_bytes: 1048576 }
   notices: { per_second: 1000000, burst: 1000000, message_bytes: 131072 }
