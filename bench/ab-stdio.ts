@@ -10,7 +10,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ROOT, startHub, type Proc } from './lib/proc.js';
-import { LEGACY_VERSION, echoCall, spec } from './lib/rpc.js';
+import { echoCall } from './lib/rpc.js';
 import { StdioDriver } from './lib/stdio-driver.js';
 import { removeScratchDirs, scratchDir } from './lib/tmp.js';
 
@@ -65,13 +65,7 @@ async function stdioHub(start: Start, name: string, config?: string): Promise<Hu
     ...(config === undefined ? {} : { config }),
   });
   const driver = new StdioDriver(proc.child.stdin!, proc.child.stdout!);
-  const init = spec('', 'legacy', 'initialize', {
-    protocolVersion: LEGACY_VERSION,
-    capabilities: {},
-    clientInfo: { name: 'moonhub-bench', version: '1.0.0' },
-  });
-  await driver.request(init.prefix, init.suffix);
-  driver.notify('{"jsonrpc":"2.0","method":"notifications/initialized"}');
+  await driver.initialize();
   return { proc, driver };
 }
 

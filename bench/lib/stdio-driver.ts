@@ -3,6 +3,7 @@
  * (like wrk's connections) and times each answer, for the stdio row.
  */
 import type { Readable, Writable } from 'node:stream';
+import { LEGACY_VERSION, spec } from './rpc.js';
 import { percentile, type Sample } from './stats.js';
 
 export class StdioDriver {
@@ -42,6 +43,17 @@ export class StdioDriver {
       this.waiting.set(id, res);
       this.input.write(prefix + id + suffix + '\n');
     });
+  }
+
+  /** initialize + notifications/initialized: the 2025 session every stdio load runs in. */
+  async initialize(): Promise<void> {
+    const init = spec('', 'legacy', 'initialize', {
+      protocolVersion: LEGACY_VERSION,
+      capabilities: {},
+      clientInfo: { name: 'moonhub-bench', version: '1.0.0' },
+    });
+    await this.request(init.prefix, init.suffix);
+    this.notify('{"jsonrpc":"2.0","method":"notifications/initialized"}');
   }
 
   notify(line: string): void {

@@ -14,7 +14,6 @@ import {
   resultOf,
   send,
   spec,
-  LEGACY_VERSION,
   type RequestSpec,
 } from '../lib/rpc.js';
 import type { Sample } from '../lib/stats.js';
@@ -145,13 +144,7 @@ async function stdioTarget(row: Row, procs: Proc[], config?: string): Promise<Ta
   });
   procs.push(hub);
   const driver = new StdioDriver(hub.child.stdin!, hub.child.stdout!);
-  const init = spec('', 'legacy', 'initialize', {
-    protocolVersion: LEGACY_VERSION,
-    capabilities: {},
-    clientInfo: { name: 'moonhub-bench', version: '1.0.0' },
-  });
-  await driver.request(init.prefix, init.suffix);
-  driver.notify('{"jsonrpc":"2.0","method":"notifications/initialized"}');
+  await driver.initialize();
   const call = echoCall('', 'legacy');
   const line = await driver.request(call.prefix, call.suffix);
   if (!line.includes('"text":"hello"')) throw new Error(`stdio echo answered ${line}`);
