@@ -157,7 +157,8 @@ export class IsolatedPlugin implements DirectPlugin {
   private spawn(refill: boolean): void {
     const gen = ++this.generation;
     const { port1, port2 } = new MessageChannel();
-    const flag = new Int32Array(new SharedArrayBuffer(4));
+    // [0]: a synchronous answer is ready; [1]: the worker's messages handled (its backlog bound).
+    const flag = new Int32Array(new SharedArrayBuffer(8));
     const setup = workerSetupOf(this.opts, flag, port2);
     const worker = this.opts.pool?.take(refill) ?? startWorker();
     // The setup is the worker's first message (it may have been started ahead, as a spare).

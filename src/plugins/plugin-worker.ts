@@ -43,6 +43,20 @@ const post = (msg: FromWorker): void => {
   // A failed call's result goes as JSON when JSON carries it exactly (wire.ts).
   if (msg.type === 'result') return postResult(encode(msg, jsonExact(msg)));
   outbox.post(msg, true);
+  if (msg.type !== 'closed' && msg.type !== 'loaded' && msg.type !== 'failed') holdBacklog();
+};
+/**
+ * Messages posted that the hub's thread has not handled yet, at most: a plugin's code that
+ * registers, resets, updates or calls in a loop that never yields posts faster than the hub
+ * handles, and the port's queue grew without bound (GiBs; the hub then handled the backlog in
+ * one go, seconds without serving anybody). Past it, this thread waits for the hub.
+ */
+const MAX_BACKLOG = 1024;
+const holdBacklog = (): void => {
+  // Int32 arithmetic: the hub's count wraps as an Int32, so compare in the same ring.
+  const backlog = ((posted | 0) - Atomics.load(setup.flag, 1)) | 0;
+  if (backlog <= MAX_BACKLOG) return;
+  link.ask({ op: 'caughtUp', origin: {}, args: [] });
 };
 /**
  * Results wait for the turn's end while other calls run (they may finish in the same turn); the

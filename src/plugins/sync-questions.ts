@@ -32,6 +32,8 @@ export class SyncQuestions {
   /** One more of the worker's messages was handled: a question waiting for it is answered. */
   handled(): void {
     this.received++;
+    // The worker reads it to bound what it has posted and we have not handled (plugin-worker.ts).
+    Atomics.store(this.flag, 1, this.received);
     const req = this.waiting;
     if (req === undefined || req.after > this.received) return;
     this.waiting = undefined;

@@ -145,7 +145,9 @@ export type SyncOp =
   | 'sessionView'
   | 'proxyExists'
   | 'progress'
-  | 'pollLater';
+  | 'pollLater'
+  /** Nothing to answer: the worker waits until the hub has handled what it posted (its backlog). */
+  | 'caughtUp';
 
 export interface SyncRequest {
   op: SyncOp;
