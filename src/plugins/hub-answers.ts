@@ -122,8 +122,6 @@ export class HubAnswers {
         return (
           this.src.live(req.origin.call ?? -1)?.peer?.pollLater?.(Number(req.args[0])) ?? false
         );
-      case 'caughtUp':
-        return true;
       case 'proxyExists':
         return upstreamsOf(registry).get(this.src.owner, String(req.args[0])) !== undefined;
     }

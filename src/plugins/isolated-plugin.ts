@@ -26,6 +26,7 @@ import { ProxyCallbacks } from './proxy-callbacks.js';
 import { IdTable } from '../id-table.js';
 import { HubAnswers, endedContext } from './hub-answers.js';
 import { SyncQuestions } from './sync-questions.js';
+import { newSyncFlag } from './sync-flag.js';
 import { MessageBatch, isBundle, type MessageBundle } from './message-batch.js';
 import { RegistryMirror } from './mirror.js';
 import { ContextTable, DEFAULT_CONTEXT_TABLE_SIZE, callMessage } from './context-table.js';
@@ -46,7 +47,8 @@ export class IsolatedPlugin implements DirectPlugin {
   private worker!: Worker;
   /** What goes to the worker, one postMessage per event-loop turn. */
   private outbox!: MessageBatch<ToWorker | string>;
-  private syncPort!: MessagePort;
+  /** The worker's synchronous questions and its backlog count (closed when it stops serving). */
+  private questions!: SyncQuestions;
   /** Not a Map: entries live a call each and hold its request (id-table.ts). */
   private readonly calls = new IdTable<Pending, number>();
   /** Finished calls' callers and views, for tasks that outlive them (oldest dropped first). */
@@ -148,7 +150,7 @@ export class IsolatedPlugin implements DirectPlugin {
     const timer = setTimeout(() => void worker.terminate(), 2000);
     timer.unref();
     worker.once('exit', () => clearTimeout(timer));
-    this.syncPort.close();
+    this.questions.close();
   }
 
   // ---- the worker --------------------------------------------------------------------------
@@ -157,8 +159,7 @@ export class IsolatedPlugin implements DirectPlugin {
   private spawn(refill: boolean): void {
     const gen = ++this.generation;
     const { port1, port2 } = new MessageChannel();
-    // [0]: a synchronous answer is ready; [1]: the worker's messages handled (its backlog bound).
-    const flag = new Int32Array(new SharedArrayBuffer(8));
+    const flag = newSyncFlag();
     const setup = workerSetupOf(this.opts, flag, port2);
     const worker = this.opts.pool?.take(refill) ?? startWorker();
     // The setup is the worker's first message (it may have been started ahead, as a spare).
@@ -168,9 +169,8 @@ export class IsolatedPlugin implements DirectPlugin {
       if (typeof msg !== 'string') this.uncloneable(msg, err);
     });
     this.contexts.clear();
-    this.syncPort = port1;
     this.mirror.hold();
-    const questions = new SyncQuestions(port1, flag, this.answers);
+    const questions = (this.questions = new SyncQuestions(port1, flag, this.answers));
     this.ready = new Promise<void>((resolve, reject) => {
       const loadLimit = this.opts.loadTimeoutMs + this.opts.graceMs;
       const timer = setTimeout(() => {
@@ -238,7 +238,7 @@ export class IsolatedPlugin implements DirectPlugin {
   private kill(reason: string): void {
     this.generation++;
     void this.worker.terminate();
-    this.syncPort.close();
+    this.questions.close();
     this.mirror.closeBatches();
     this.failAll(`the plugin was restarted: ${reason}`);
   }

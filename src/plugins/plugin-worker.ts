@@ -20,6 +20,7 @@ import { MessageBatch, isBundle } from './message-batch.js';
 import type { FromWorker, PeerWire, PlainContext, ToWorker } from './worker-protocol.js';
 import { onHubMessage, setup } from './worker-setup.js';
 import { decode, encode, jsonExact, resultText } from './wire.js';
+import { HANDLED, waitForHandled } from './sync-flag.js';
 import { closeDirectPorts, serveDirectPort, type DirectHost } from './direct-port.js';
 
 const port = parentPort!;
@@ -29,14 +30,24 @@ let posted = 0;
 /** One postMessage per event-loop turn (message-batch.ts); flushed before a question. */
 const outbox = new MessageBatch<FromWorker | string>(port, (msg, err) => {
   if (typeof msg === 'string') return;
-  if (msg.type === 'result')
+  if (msg.type === 'result') {
+    // Its stand-in takes its place in the count.
     outbox.post({
       type: 'result',
       id: msg.id,
       ok: false,
       error: `the result cannot be passed to the hub: ${err.message}`,
     });
-  else log.error({ type: msg.type }, `a message to the hub could not be copied: ${err.message}`);
+    return;
+  }
+  // Never reaches the hub, so never counted there: a question would wait for it in vain.
+  posted--;
+  if (msg.type === 'request') {
+    const a = asked.get(msg.id);
+    asked.delete(msg.id);
+    a?.reject(new Error(`the request cannot be passed to the hub: ${err.message}`));
+  }
+  log.error({ type: msg.type }, `a message to the hub could not be copied: ${err.message}`);
 });
 const post = (msg: FromWorker): void => {
   posted++;
@@ -49,14 +60,16 @@ const post = (msg: FromWorker): void => {
  * Messages posted that the hub's thread has not handled yet, at most: a plugin's code that
  * registers, resets, updates or calls in a loop that never yields posts faster than the hub
  * handles, and the port's queue grew without bound (GiBs; the hub then handled the backlog in
- * one go, seconds without serving anybody). Past it, this thread waits for the hub.
+ * one go, seconds without serving anybody). Past it, this thread waits until the hub is down to
+ * half (it goes on posting while the hub handles the rest).
  */
 const MAX_BACKLOG = 1024;
 const holdBacklog = (): void => {
   // Int32 arithmetic: the hub's count wraps as an Int32, so compare in the same ring.
-  const backlog = ((posted | 0) - Atomics.load(setup.flag, 1)) | 0;
-  if (backlog <= MAX_BACKLOG) return;
-  link.ask({ op: 'caughtUp', origin: {}, args: [] });
+  if ((((posted | 0) - Atomics.load(setup.flag, HANDLED)) | 0) <= MAX_BACKLOG) return;
+  // What is counted must be on its way, or the hub could never catch up with it.
+  outbox.flush();
+  waitForHandled(setup.flag, posted, MAX_BACKLOG / 2);
 };
 /**
  * Results wait for the turn's end while other calls run (they may finish in the same turn); the

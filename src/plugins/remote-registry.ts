@@ -5,7 +5,7 @@
  * questions about the whole hub (lists, counts, calls into other plugins) are asked of the hub's
  * thread: lists and counts synchronously, calls as messages.
  */
-import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
 import { Registry, markRaised } from '../registry/registry.js';
 import { RegistryError } from '../registry/errors.js';
 import type {
@@ -31,9 +31,7 @@ import type {
   SyncOp,
   SyncRequest,
 } from './worker-protocol.js';
-
-/** Longest a synchronous question to the hub's thread may wait (it never blocks, but may be busy). */
-const SYNC_WAIT_MS = 30_000;
+import { ANSWER, waitForAnswer } from './sync-flag.js';
 
 /** A view on the hub's side, named by the call it belongs to or the session it is of. */
 export type RemoteView = ((owner: string) => boolean) & { origin: Origin };
@@ -70,7 +68,7 @@ export function plainContext(ctx: CallContext): PlainContext {
 export interface HubLink {
   post(msg: FromWorker): void;
   /** Asks the hub's thread and waits for its answer (a reply port plus a shared flag). */
-  ask(req: Omit<SyncRequest, 'after'>): unknown;
+  ask(req: Omit<SyncRequest, 'after' | 'seq'>): unknown;
   /** Sends an asynchronous request; resolves or rejects with the hub's answer. */
   request(op: AsyncOp, args: unknown[], origin: Origin, ctx?: PlainContext): Promise<unknown>;
 }
@@ -81,17 +79,15 @@ export function syncLink(
   flag: Int32Array,
   posted: () => number,
 ): HubLink['ask'] {
+  let seq = 0;
   return (req) => {
-    Atomics.store(flag, 0, 0);
-    port.postMessage({ ...req, after: posted() } satisfies SyncRequest);
-    if (Atomics.wait(flag, 0, 0, SYNC_WAIT_MS) === 'timed-out') {
-      throw new Error(`the hub did not answer '${req.op}' within ${SYNC_WAIT_MS} ms`);
-    }
-    const got = receiveMessageOnPort(port) as
-      { message: { ok: boolean; value?: unknown; error?: string } } | undefined;
-    if (!got) throw new Error(`the hub's answer to '${req.op}' was lost`);
-    if (!got.message.ok) throw new Error(got.message.error ?? `'${req.op}' failed`);
-    return got.message.value;
+    const question = { ...req, seq: ++seq, after: 0 } satisfies SyncRequest;
+    Atomics.store(flag, ANSWER, 0);
+    question.after = posted();
+    port.postMessage(question);
+    const reply = waitForAnswer(port, flag, question.seq, req.op);
+    if (!reply.ok) throw new Error(reply.error ?? `'${req.op}' failed`);
+    return reply.value;
   };
 }
 

@@ -3,10 +3,12 @@
  * the worker blocks in `Atomics.wait` until the answer is posted and the flag set. Its messages
  * and its questions travel on different ports, which keep no order between them, so a question
  * is answered only once the messages the worker posted before it are handled here (the worker
- * waits meanwhile, so at most one question is ever waiting).
+ * waits meanwhile, so at most one question is ever waiting). It also publishes how many of the
+ * worker's messages were handled, which bounds the worker's backlog (sync-flag.ts).
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { SyncRequest } from './worker-protocol.js';
+import { ANSWER, CLOSED, HANDLED, WAITING, type SyncReply } from './sync-flag.js';
 
 export interface SyncAnswerer {
   answerSync(req: SyncRequest): unknown;
@@ -16,6 +18,7 @@ export class SyncQuestions {
   /** The worker's messages handled so far. */
   private received = 0;
   private waiting: SyncRequest | undefined;
+  private closed = false;
 
   constructor(
     private readonly port: MessagePort,
@@ -32,23 +35,40 @@ export class SyncQuestions {
   /** One more of the worker's messages was handled: a question waiting for it is answered. */
   handled(): void {
     this.received++;
-    // The worker reads it to bound what it has posted and we have not handled (plugin-worker.ts).
-    Atomics.store(this.flag, 1, this.received);
+    // The worker reads it to bound what it has posted and we have not handled (sync-flag.ts).
+    Atomics.store(this.flag, HANDLED, this.received);
+    if (Atomics.load(this.flag, WAITING) !== 0) Atomics.notify(this.flag, HANDLED);
     const req = this.waiting;
     if (req === undefined || req.after > this.received) return;
     this.waiting = undefined;
     this.answer(req);
   }
 
+  /**
+   * The hub stops serving this worker (unload, reload, hard stop). An answer posted on the closed
+   * port would be dropped while the flag still woke the worker, which then found no answer ("the
+   * hub's answer ... was lost"): the worker is told instead, and stops waiting.
+   */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.waiting = undefined;
+    this.port.close();
+    Atomics.store(this.flag, CLOSED, 1);
+    Atomics.notify(this.flag, ANSWER);
+    Atomics.notify(this.flag, HANDLED);
+  }
+
   private answer(req: SyncRequest): void {
-    let reply: { ok: boolean; value?: unknown; error?: string };
+    if (this.closed) return;
+    let reply: SyncReply;
     try {
-      reply = { ok: true, value: this.answerer.answerSync(req) };
+      reply = { seq: req.seq, ok: true, value: this.answerer.answerSync(req) };
     } catch (err) {
-      reply = { ok: false, error: (err as Error).message };
+      reply = { seq: req.seq, ok: false, error: (err as Error).message };
     }
     this.port.postMessage(reply);
-    Atomics.store(this.flag, 0, 1);
-    Atomics.notify(this.flag, 0);
+    Atomics.store(this.flag, ANSWER, 1);
+    Atomics.notify(this.flag, ANSWER);
   }
 }

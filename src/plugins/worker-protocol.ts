@@ -22,7 +22,7 @@ export interface PluginWorkerSetup {
   limits?: Readonly<Record<string, number>>;
   /** Whether the hub knows sessions' views (`mcp.list_tools(session_uuid)`). */
   sessionViews: boolean;
-  /** The shared word the worker waits on for synchronous answers. */
+  /** The shared words: synchronous answers, the backlog, the hub's close (sync-flag.ts). */
   flag: Int32Array;
   /** The port synchronous questions and their answers travel on. */
   syncPort: MessagePort;
@@ -145,12 +145,12 @@ export type SyncOp =
   | 'sessionView'
   | 'proxyExists'
   | 'progress'
-  | 'pollLater'
-  /** Nothing to answer: the worker waits until the hub has handled what it posted (its backlog). */
-  | 'caughtUp';
+  | 'pollLater';
 
 export interface SyncRequest {
   op: SyncOp;
+  /** Names the question: its answer carries it (a late answer to an earlier one is dropped). */
+  seq: number;
   /**
    * How many messages the worker had posted on its own port before asking: the hub answers only
    * once it has handled them, so a question sees the worker's earlier changes (a `mcp.reset`
