@@ -20,6 +20,7 @@ export interface PluginLimitsConfig {
   upstream_requests_in_flight?: number;
   upstream_import_interval_ms?: number;
   resource_updates_per_second?: number;
+  calls_in_flight?: number;
 }
 
 type CamelCase<S extends string> = S extends `${infer H}_${infer T}`

@@ -20,6 +20,11 @@ export interface CallTrackerLimits {
   maxCalls?: number;
   /** Calls that may run at once; unlimited when absent. */
   maxConcurrent?: number;
+  /**
+   * Tool calls (`mcp.call`, `tools.use`; spawned tasks not counted) that may run at once, and
+   * the config key that sets it (a plugin's `plugin_limits.calls_in_flight`); unlimited when absent.
+   */
+  callsInFlight?: { max: number; key: string };
 }
 
 /** How a call or task ended. */
@@ -55,6 +60,8 @@ export class CallTracker {
   private head = 0;
   private started = 0;
   private running = 0;
+  /** Tool calls running (`running` less the tasks). */
+  private calls = 0;
   private nextId = 1;
 
   constructor(
@@ -62,39 +69,44 @@ export class CallTracker {
     private readonly limits: CallTrackerLimits = {},
   ) {}
 
-  /** Why a new call may not start now, or undefined. */
-  private refusal(): string | undefined {
-    const { maxCalls, maxConcurrent } = this.limits;
+  /** Why a new call (or task) may not start now, or undefined. */
+  private refusal(kind: 'call' | 'task'): string | undefined {
+    const { maxCalls, maxConcurrent, callsInFlight } = this.limits;
     if (maxCalls !== undefined && this.started >= maxCalls) {
       return `call limit exceeded: a script may start at most ${maxCalls} calls`;
     }
     if (maxConcurrent !== undefined && this.running >= maxConcurrent) {
       return `concurrency limit exceeded: at most ${maxConcurrent} calls may run at once (wait for some with task.await before starting more)`;
     }
+    if (kind === 'call' && callsInFlight !== undefined && this.calls >= callsInFlight.max) {
+      return `calls in flight limit exceeded: at most ${callsInFlight.max} tool calls (mcp.call, tools.use) of this plugin may run at once (${callsInFlight.key}); wait for some with task.await before starting more`;
+    }
     return undefined;
   }
 
   /** Starts a tool call, or records a refusal; returns the request id either way. */
   start(name: string, args: Record<string, unknown> | undefined, refused?: string): string {
-    const reason = refused ?? this.refusal();
+    const reason = refused ?? this.refusal('call');
     // A refused call never runs: mcp.poll answers it at once, not after a turn (LUA_API §3.1).
     if (reason !== undefined) return this.track('call', { error: reason });
     this.started++;
     return this.track('call', async () => {
       this.running++;
+      this.calls++;
       try {
         return { result: await this.caller().call(name, args ?? {}) };
       } catch (err) {
         return { error: err instanceof Error ? err.message : String(err) };
       } finally {
         this.running--;
+        this.calls--;
       }
     });
   }
 
   /** Tracks a spawned task (its promise yields the function's first value or throws). */
   spawn(run: () => Promise<unknown>): string | { refused: string } {
-    const reason = this.refusal();
+    const reason = this.refusal('task');
     if (reason !== undefined) return { refused: reason };
     this.started++;
     return this.track('task', async () => {

@@ -29,6 +29,7 @@ export function builtinModule(name: string): { source: string; chunkname: string
 import {
   droppedMessage,
   MessageGate,
+  PLUGIN_LIMIT_KEYS,
   resolvePluginLimits,
   type PluginLimits,
 } from './plugin-limits.js';
@@ -99,6 +100,11 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
     caller: callerNow,
     root: () => opts.root,
     spawnPerCall: limits.spawnPerCall,
+    // Per state, not per handler call: handler calls run at once as many as clients send, so a
+    // per-call share would bound nothing; per state it bounds what the plugin makes the hub hold.
+    limits: {
+      callsInFlight: { max: limits.callsInFlight, key: PLUGIN_LIMIT_KEYS.callsInFlight },
+    },
   });
   installProxyApi(state, {
     registry: opts.registry,

@@ -43,6 +43,8 @@ export interface PluginLimits {
   upstreamImportIntervalMs: number;
   /** `mcp.resource_updated` calls taken per second, per plugin (`resource_updates_per_second`). */
   resourceUpdatesPerSecond: number;
+  /** Tool calls (`mcp.call`, `tools.use`) one plugin's state may have running (`calls_in_flight`). */
+  callsInFlight: number;
 }
 
 export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
@@ -60,6 +62,7 @@ export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
   upstreamRequestsInFlight: DEFAULT_UPSTREAM_REQUESTS_IN_FLIGHT,
   upstreamImportIntervalMs: DEFAULT_IMPORT_INTERVAL_MS,
   resourceUpdatesPerSecond: 1000,
+  callsInFlight: 256,
 };
 
 /** The config key of each limit, for error messages. */
@@ -78,6 +81,7 @@ export const PLUGIN_LIMIT_KEYS: Record<keyof PluginLimits, string> = {
   upstreamRequestsInFlight: REQUESTS_IN_FLIGHT_KEY,
   upstreamImportIntervalMs: IMPORT_INTERVAL_KEY,
   resourceUpdatesPerSecond: 'plugin_limits.resource_updates_per_second',
+  callsInFlight: 'plugin_limits.calls_in_flight',
 };
 
 /**

@@ -1,0 +1,140 @@
+/**
+ * `plugin_limits.calls_in_flight`: a plugin's `mcp.call` in a loop that never awaits had no bound
+ * on the calls it kept running; against a slow tool the last session measured 54-102k calls in
+ * flight and 400-750 MiB. Now one plugin's state may have 256 tool calls running (default); one
+ * more is refused at once, as LUA_API §3.1 says a refused call is: it still has an id, and
+ * `mcp.poll` answers `is_error` with the reason, which names the limit and its key.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Client } from '@modelcontextprotocol/client';
+import { connectHttpClient } from '../helpers/mcp-client.js';
+import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
+import { call, honestClient, rssMiB, scratch, type Scratch } from './helpers.js';
+
+const SLOW_MS = 4000;
+
+// `flood`: mcp.call on the slow tool for `secs` without awaiting; reports the calls that were
+// taken (running: poll is nil), the refused ones and the first refusal. `use`: `n` calls, awaited.
+const CALLER = String.raw`
+mcp.tool("flood", {
+  input_schema = { type = "object", properties = { secs = { type = "number" } } },
+  timeout_ms = 60000,
+}, function(p)
+  local t0, taken, refused, why = os.clock(), 0, 0, nil
+  while os.clock() - t0 < p.secs do
+    for i = 1, 100 do
+      local id = mcp.call("slow", {})
+      local r = mcp.poll(id)
+      if r == nil then taken = taken + 1
+      else refused = refused + 1; why = why or r.content end
+    end
+  end
+  return json.encode({ taken = taken, refused = refused, why = why })
+end)
+mcp.tool("use", {
+  input_schema = { type = "object", properties = { n = { type = "number" } } },
+  timeout_ms = 60000,
+}, function(p)
+  local ids = {}
+  for i = 1, p.n do ids[i] = mcp.call("quick", {}) end
+  local ok = 0
+  for _, r in ipairs(task.await(ids)) do if not r.is_error then ok = ok + 1 end end
+  return tostring(ok)
+end)
+`;
+
+const SLOW = String.raw`
+mcp.tool("slow", { timeout_ms = 60000 }, function() task.sleep(${SLOW_MS}) return "slow" end)
+mcp.tool("quick", {}, function() return "quick" end)
+`;
+
+/** The default (docs/security.md). */
+const LIMIT = 256;
+/** Before: hundreds of MiB (400-750 MiB with a 10 s loop). */
+const GROWTH_BOUND_MIB = 150;
+/** Another plugin's tool, while the flood runs (measured: a few ms). */
+const HONEST_P99_MS = 500;
+
+let dir: Scratch;
+let hub: MoonhubProcess;
+let client: Client;
+
+before(async () => {
+  dir = scratch();
+  dir.write('plugins/caller.lua', CALLER);
+  dir.write('plugins/slow.lua', SLOW);
+  dir.write('plugins/ok.lua', 'mcp.tool("ok", {}, function() return "ok" end)');
+  hub = await startMoonhub(['--plugins', `${dir.dir}/plugins`, '--no-watch']);
+  client = (await connectHttpClient(hub.url, 'modern')).client;
+});
+
+after(async () => {
+  await client.close();
+  await hub.stop();
+  dir.remove();
+});
+
+describe('plugin_limits.calls_in_flight', () => {
+  it('refuses mcp.call past the bound at once, naming it; RSS bounded, others served', async (t) => {
+    const honest = await honestClient(hub.url, 'ok');
+    const pid = hub.child.pid!;
+    const rssBefore = rssMiB(pid);
+    let maxRss = rssBefore;
+    const sampler = setInterval(() => (maxRss = Math.max(maxRss, rssMiB(pid))), 50);
+    let r: { isError: boolean; text: string };
+    try {
+      r = await call(client, 'flood', { secs: 2 });
+    } finally {
+      clearInterval(sampler);
+    }
+    const h = await honest.stop();
+    t.diagnostic(
+      `${r.text}; RSS ${rssBefore.toFixed(0)} -> ${maxRss.toFixed(0)} MiB; honest ${h.count}, p99 ${h.p99.toFixed(1)} ms`,
+    );
+    assert.equal(r.isError, false, r.text);
+    const out = JSON.parse(r.text) as { taken: number; refused: number; why?: string };
+    // The slow calls outlast the loop: exactly the bound was taken, the rest refused.
+    assert.equal(out.taken, LIMIT);
+    assert.ok(out.refused > 0);
+    assert.match(
+      out.why ?? '',
+      /calls in flight limit exceeded: at most 256 tool calls .* \(plugin_limits\.calls_in_flight\)/,
+    );
+    assert.ok(maxRss - rssBefore < GROWTH_BOUND_MIB, `RSS grew ${maxRss - rssBefore} MiB`);
+    assert.equal(h.errors, 0, h.messages.join('; '));
+    assert.ok(h.count > 0);
+    assert.ok(h.p99 < HONEST_P99_MS, `another plugin's p99 ${h.p99} ms`);
+  });
+
+  it('the plugin calls again once its calls in flight have ended', async () => {
+    // The slow calls the flood left end SLOW_MS after they started.
+    await new Promise((res) => setTimeout(res, SLOW_MS));
+    const r = await call(client, 'use', { n: 100 });
+    assert.equal(r.text, '100');
+  });
+
+  it('takes the bound from the config', async () => {
+    const d = scratch();
+    d.write('plugins/caller.lua', CALLER);
+    d.write('plugins/slow.lua', SLOW);
+    const config = d.write(
+      'moonhub.json',
+      JSON.stringify({ plugins: { dirs: ['plugins'] }, plugin_limits: { calls_in_flight: 3 } }),
+    );
+    const h = await startMoonhub(['--config', config, '--no-watch']);
+    const c = (await connectHttpClient(h.url, 'modern')).client;
+    try {
+      const out = JSON.parse((await call(c, 'flood', { secs: 0.05 })).text) as {
+        taken: number;
+        why?: string;
+      };
+      assert.equal(out.taken, 3);
+      assert.match(out.why ?? '', /at most 3 tool calls .*plugin_limits\.calls_in_flight/);
+    } finally {
+      await c.close();
+      await h.stop();
+      d.remove();
+    }
+  });
+});
