@@ -12,13 +12,23 @@ import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 export const ANSWER = 0;
 /** How many of the worker's messages the hub's thread has handled (wraps as an Int32). */
 export const HANDLED = 1;
-/** 1 while the worker waits on HANDLED: only then does the hub wake it per message. */
+/** 1 while the worker waits on HANDLED for WAKE_AT: only then does the hub wake it. */
 export const WAITING = 2;
 /** 1 once the hub stopped serving this worker: a waiting worker stops waiting. */
 export const CLOSED = 3;
+/** The HANDLED count the waiting worker needs: the hub notifies only from there on. */
+export const WAKE_AT = 4;
 
 export function newSyncFlag(): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT));
+  return new Int32Array(new SharedArrayBuffer(5 * Int32Array.BYTES_PER_ELEMENT));
+}
+
+/** The hub's side: `handled` messages handled; wakes the worker once it has what it waits for. */
+export function publishHandled(flag: Int32Array, handled: number): void {
+  Atomics.store(flag, HANDLED, handled);
+  // Read after the store: a worker that set WAITING before it sees this count, or is woken.
+  if (Atomics.load(flag, WAITING) !== 0 && ((handled - Atomics.load(flag, WAKE_AT)) | 0) >= 0)
+    Atomics.notify(flag, HANDLED);
 }
 
 /** Longest a synchronous question, or the backlog, may wait (the hub never blocks, but may be busy). */
@@ -79,6 +89,7 @@ export function waitForAnswer(
  */
 export function waitForHandled(flag: Int32Array, posted: number, slack: number): void {
   const deadline = performance.now() + SYNC_WAIT_MS;
+  Atomics.store(flag, WAKE_AT, ((posted | 0) - slack) | 0);
   Atomics.store(flag, WAITING, 1);
   try {
     for (;;) {
@@ -92,7 +103,7 @@ export function waitForHandled(flag: Int32Array, posted: number, slack: number):
           `the hub's thread did not handle this plugin's messages within ${SYNC_WAIT_MS} ms`,
         );
       }
-      // Wakes when HANDLED changes (the hub notifies while WAITING is set), else after a slice.
+      // Woken when HANDLED reaches WAKE_AT (the hub notifies while WAITING is set), else after a slice.
       Atomics.wait(flag, HANDLED, handled, Math.min(left, SLICE_MS));
     }
   } finally {

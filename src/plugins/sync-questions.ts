@@ -8,7 +8,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { SyncRequest } from './worker-protocol.js';
-import { ANSWER, CLOSED, HANDLED, WAITING, type SyncReply } from './sync-flag.js';
+import { ANSWER, CLOSED, HANDLED, publishHandled, type SyncReply } from './sync-flag.js';
 
 export interface SyncAnswerer {
   answerSync(req: SyncRequest): unknown;
@@ -36,8 +36,7 @@ export class SyncQuestions {
   handled(): void {
     this.received++;
     // The worker reads it to bound what it has posted and we have not handled (sync-flag.ts).
-    Atomics.store(this.flag, HANDLED, this.received);
-    if (Atomics.load(this.flag, WAITING) !== 0) Atomics.notify(this.flag, HANDLED);
+    publishHandled(this.flag, this.received);
     const req = this.waiting;
     if (req === undefined || req.after > this.received) return;
     this.waiting = undefined;
