@@ -156,6 +156,9 @@ export class Inbound {
         );
       } else if (kind === 'notification')
         this.dispatcher.handleNotification(el as JsonRpcNotification, scope);
+      // 2025-03-26 lets a batch carry the client's answers to server requests.
+      else if (kind === 'response' && scope.session !== undefined)
+        this.dispatcher.handleResponse(el as Record<string, unknown>, scope.session);
       else if (kind === 'invalid')
         pending.push(
           Promise.resolve(serializeWireError(echoableId(el), wireError('batch_member_invalid'))),

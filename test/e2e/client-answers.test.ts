@@ -79,3 +79,54 @@ describe("a 2025 client's malformed answer to a server request", () => {
     assert.ok(hub.alive());
   });
 });
+
+describe("a 2025-03-26 client's answer inside a JSON-RPC batch", () => {
+  let dir: HubDir;
+  let hub: MoonhubProcess;
+  const V = { 'MCP-Protocol-Version': '2025-03-26' };
+
+  before(async () => {
+    dir = makeHubDir({ p: PLUGIN });
+    hub = await startMoonhub(['--plugins', dir.plugins, '--data', dir.data, '--no-watch']);
+  });
+  after(async () => {
+    await hub?.stop();
+  });
+
+  it('settles the server request it answers (2025-03-26 batches may carry responses)', async () => {
+    const init = await rawRequest(hub.url, {
+      method: 'POST',
+      body: {
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-03-26',
+          capabilities: { elicitation: {} },
+          clientInfo: { name: 'batch-answers', version: '1' },
+        },
+      },
+    });
+    await init.done;
+    const sessionId = init.sessionId!;
+    const note = { jsonrpc: '2.0', method: 'notifications/initialized' };
+    await (
+      await rawRequest(hub.url, { method: 'POST', sessionId, body: note, headers: V })
+    ).done;
+    const body = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'ask' } };
+    const res = await rawRequest(hub.url, { method: 'POST', sessionId, body, headers: V });
+    const asked = await res.waitFor(/data: (\{"jsonrpc":"2\.0","id":[^,]+,"method":[^\n]+)/, 5000);
+    const request = JSON.parse(asked.slice('data: '.length)) as { id: unknown };
+    const answer = { jsonrpc: '2.0', id: request.id, result: { action: 'accept' } };
+    const ack = await rawRequest(hub.url, {
+      method: 'POST',
+      sessionId,
+      body: [answer, { jsonrpc: '2.0', method: 'notifications/progress', params: {} }],
+      headers: V,
+    });
+    assert.equal(ack.status, 202, await ack.done);
+    // Before, the batch's response was dropped and the call waited for its timeout (5 s).
+    const line = await res.waitFor(/data: \{"jsonrpc":"2\.0","id":7,[^\n]+/, 2000);
+    assert.match(line, /action: accept/);
+  });
+});
