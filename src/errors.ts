@@ -75,6 +75,11 @@ export const WIRE_ERRORS = {
     status: 400,
     message: 'Invalid Request: the request id {reason}',
   },
+  progress_token_invalid: {
+    code: INVALID_REQUEST,
+    status: 400,
+    message: 'Invalid Request: the progress token {reason}',
+  },
   request_id_in_use: {
     code: INVALID_REQUEST,
     status: 400,

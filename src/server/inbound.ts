@@ -90,6 +90,8 @@ export class Inbound {
     if (isRequest) {
       const idError = this.idError(msg.id);
       if (idError !== undefined) return this.reject(facts, body, idError, null);
+      const tokenError = this.tokenError(msg.params);
+      if (tokenError !== undefined) return this.reject(facts, body, tokenError, msg.id);
     }
     const route = eraOf(msg, isRequest, facts.headers);
     if (route.kind === 'reject')
@@ -146,7 +148,13 @@ export class Inbound {
     for (const el of members) {
       const kind = classifyMessage(el);
       const idError = kind === 'request' ? this.idError((el as JsonRpcRequest).id) : undefined;
+      const tokenError =
+        kind === 'request' && idError === undefined
+          ? this.tokenError((el as JsonRpcRequest).params)
+          : undefined;
       if (idError !== undefined) pending.push(Promise.resolve(serializeWireError(null, idError)));
+      else if (tokenError !== undefined)
+        pending.push(Promise.resolve(serializeWireError((el as JsonRpcRequest).id, tokenError)));
       else if (kind === 'request') {
         const limited = this.limited(el as JsonRpcRequest, scope.principal);
         pending.push(
@@ -238,6 +246,25 @@ export class Inbound {
     if (reason === undefined) return undefined;
     this.refused?.('request_id');
     return wireError('request_id_invalid', { reason });
+  }
+
+  /**
+   * The refusal of a string progress token longer than a request id may be (counted), or
+   * undefined. Every progress notification of the call echoes the token, so an unbounded one
+   * made each of them as large as the request (past `limits.notices.message_bytes`, which cuts
+   * only the message), up to 200 a second serialised on the hub's thread. Tokens of other
+   * types are let through: a number is short, and anything else never gets progress.
+   */
+  private tokenError(params: Record<string, unknown> | undefined): WireError | undefined {
+    const meta = params?._meta;
+    if (!isPlainObject(meta)) return undefined;
+    const token = meta.progressToken;
+    const max = this.limits.requestIdLength;
+    if (typeof token !== 'string' || token.length <= max) return undefined;
+    this.refused?.('progress_token');
+    return wireError('progress_token_invalid', {
+      reason: `is longer than ${max} characters (limits.request_id_length)`,
+    });
   }
 
   /** A refusal, told to the observer too. */
