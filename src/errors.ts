@@ -396,6 +396,10 @@ export const LOCAL_ERRORS = {
   cancelled: ['{reason}', 'the client cancelled the call (its reason, or "cancelled")'],
   session_ended: ['session ended', 'the 2025 session ended (DELETE, expiry, revocation)'],
   client_disconnected: ['client disconnected', "the HTTP request's connection closed early"],
+  stream_forgotten: [
+    'the client did not come back for its event stream before it was forgotten ({limit})',
+    '2025-11-25: a resumable stream without a client was dropped for a bound (limits.streams.parked_bytes_per_principal or parked_bytes_total, or 64 per session)',
+  ],
   transport_closed: ['stdio closed', "the stdio peer's input ended"],
   shutdown: [
     'hub shutting down',

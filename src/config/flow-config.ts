@@ -12,7 +12,12 @@ export interface RateRuleConfig {
 
 /** `limits.streams`, `limits.notices` and `limits.rate` in the config file. */
 export interface FlowLimitsConfig {
-  streams?: { buffer_bytes?: number; stdio_buffer_bytes?: number };
+  streams?: {
+    buffer_bytes?: number;
+    stdio_buffer_bytes?: number;
+    parked_bytes_per_principal?: number;
+    parked_bytes_total?: number;
+  };
   notices?: { message_bytes?: number; per_second?: number; burst?: number };
   rate?: {
     principal?: RateRuleConfig;
@@ -33,6 +38,8 @@ export interface RateRule {
 export interface FlowSettings {
   streamBufferBytes?: number;
   stdioBufferBytes?: number;
+  parkedBytesPerPrincipal?: number;
+  parkedBytesTotal?: number;
   noticeBytes?: number;
   noticesPerSecond?: number;
   noticeBurst?: number;
@@ -55,6 +62,9 @@ export function flowSettingsOf(section: FlowLimitsConfig | undefined): FlowSetti
   const { streams, notices, rate } = section;
   if (streams?.buffer_bytes !== undefined) out.streamBufferBytes = streams.buffer_bytes;
   if (streams?.stdio_buffer_bytes !== undefined) out.stdioBufferBytes = streams.stdio_buffer_bytes;
+  if (streams?.parked_bytes_per_principal !== undefined)
+    out.parkedBytesPerPrincipal = streams.parked_bytes_per_principal;
+  if (streams?.parked_bytes_total !== undefined) out.parkedBytesTotal = streams.parked_bytes_total;
   if (notices?.message_bytes !== undefined) out.noticeBytes = notices.message_bytes;
   if (notices?.per_second !== undefined) out.noticesPerSecond = notices.per_second;
   if (notices?.burst !== undefined) out.noticeBurst = notices.burst;

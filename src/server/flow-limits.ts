@@ -4,6 +4,7 @@
  * be, and the request rate limits. One object, made from the config's `limits` section and shared
  * by the transports and the dispatcher; `refused` counts each refusal by limit (metrics).
  */
+import { ParkedBudget } from './parked-budget.js';
 import { RateLimiter, type RateRefusal, type RateRule } from './rate-limit.js';
 
 /** Bytes one event stream may hold for a client that does not read (`limits.streams.buffer_bytes`). */
@@ -18,6 +19,9 @@ export const DEFAULT_NOTICE_BURST = 200;
 export interface FlowOptions {
   streamBufferBytes?: number;
   stdioBufferBytes?: number;
+  /** Characters resumable streams without a client may keep, per principal and in all. */
+  parkedBytesPerPrincipal?: number;
+  parkedBytesTotal?: number;
   noticeBytes?: number;
   noticesPerSecond?: number;
   noticeBurst?: number;
@@ -37,11 +41,14 @@ export interface ToolRateGate {
 }
 
 /** The names refusals are counted under (`moonhub_limit_refusals_total{limit}`). */
-export type FlowRefusal = 'stream_buffer' | 'notice_size' | 'notice_rate' | 'rate';
+export type FlowRefusal =
+  'stream_buffer' | 'parked_streams' | 'notice_size' | 'notice_rate' | 'rate';
 
 export class FlowLimits {
   readonly streamBufferBytes: number;
   readonly stdioBufferBytes: number;
+  /** What resumable streams no client is connected to may keep (limits.streams.parked_bytes_*). */
+  readonly parked: ParkedBudget;
   readonly noticeBytes: number;
   readonly noticesPerSecond: number;
   readonly noticeBurst: number;
@@ -53,6 +60,9 @@ export class FlowLimits {
   constructor(opts: FlowOptions = {}) {
     this.streamBufferBytes = opts.streamBufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES;
     this.stdioBufferBytes = opts.stdioBufferBytes ?? DEFAULT_STDIO_BUFFER_BYTES;
+    this.parked = new ParkedBudget(opts.parkedBytesPerPrincipal, opts.parkedBytesTotal, () =>
+      this.refused?.('parked_streams'),
+    );
     this.noticeBytes = opts.noticeBytes ?? DEFAULT_NOTICE_BYTES;
     this.noticesPerSecond = opts.noticesPerSecond ?? DEFAULT_NOTICES_PER_SECOND;
     this.noticeBurst = opts.noticeBurst ?? DEFAULT_NOTICE_BURST;

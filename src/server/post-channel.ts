@@ -82,12 +82,15 @@ export class PostResponseChannel extends RequestChannel {
     this.streaming = true;
     // Priming events (empty data) confuse clients of older revisions, so only 2025-11-25 on.
     if (session !== undefined && session.protocolVersion >= RESUMABLE_VERSION) {
-      const stream = (session.resumable ??= new ResumableStreams(session.streamMirror)).open(
-        res,
-        this.flow.streamBufferBytes,
-        this.requestId,
-      );
+      const streams = (session.resumable ??= new ResumableStreams(
+        session.streamMirror,
+        this.flow.parked,
+        session.principal,
+      ));
+      const stream = streams.open(res, this.flow.streamBufferBytes, this.requestId);
       this.resumable = stream;
+      // Forgotten for a bound while no client was connected: nobody can fetch the answer.
+      stream.onLost = (limit) => this.abort(localError('stream_forgotten', { limit }));
       stream.prime(DEFAULT_RETRY_MS);
       res.once('close', () => stream.dropped());
     }

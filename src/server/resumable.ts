@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { JsonRpcId } from './jsonrpc.js';
+import type { Parkable, ParkedBudget } from './parked-budget.js';
 
 /** Reconnection delay suggested to clients in the priming event. */
 export const DEFAULT_RETRY_MS = 1000;
@@ -36,15 +37,19 @@ export interface StreamMirror {
   delivered(stream: string): void;
 }
 
-export class ResumableStream {
+export class ResumableStream implements Parkable {
   private seq = 0;
-  private readonly events: { seq: number; frame: string }[] = [];
+  private events: { seq: number; frame: string }[] = [];
   /** Characters of the kept events; past `maxKeptBytes` the oldest go (like past MAX_EVENTS). */
-  private keptChars = 0;
+  keptChars = 0;
   private res: ServerResponse | undefined;
   /** The answer has been written to a connected client: nothing is left to resume. */
   done = false;
   private answered = false;
+  /** Forgotten while parked (a bound): it keeps nothing more and cannot be resumed. */
+  private lost = false;
+  /** Told when the stream is forgotten for a bound: the call behind it is aborted. */
+  onLost: ((limit: string) => void) | undefined = undefined;
 
   constructor(
     readonly id: string,
@@ -55,6 +60,10 @@ export class ResumableStream {
     private readonly request?: JsonRpcId,
   ) {
     this.res = res;
+  }
+
+  get principal(): string {
+    return this.owner.principal;
   }
 
   /** Bytes waiting for the connected client to read (0 while none is connected). */
@@ -78,6 +87,7 @@ export class ResumableStream {
 
   /** Sends one message (kept until the answer is delivered). */
   send(json: string, final = false): void {
+    if (this.lost) return;
     const seq = ++this.seq;
     const frame = `id: ${this.id}_${seq}\nevent: message\ndata: ${json}\n\n`;
     this.events.push({ seq, frame });
@@ -88,7 +98,8 @@ export class ResumableStream {
     )
       this.keptChars -= this.events.shift()!.frame.length;
     this.owner.mirror?.event(this.id, seq, frame, final, this.request);
-    this.res?.write(frame);
+    if (this.res !== undefined) this.res.write(frame);
+    else this.owner.grew(this);
   }
 
   /** Sends the answer; the stream ends when a client is connected to read it. */
@@ -128,6 +139,19 @@ export class ResumableStream {
     if (this.answered) this.complete();
   }
 
+  /** Forgotten while parked (too many parked, or past a bound): nothing of it is kept. */
+  lose(limit: string): void {
+    if (this.lost || this.done) return;
+    this.lost = true;
+    this.events = [];
+    this.keptChars = 0;
+    this.owner.forget(this);
+    this.owner.mirror?.delivered(this.id);
+    const onLost = this.onLost;
+    this.onLost = undefined;
+    onLost?.(limit);
+  }
+
   private complete(): void {
     this.done = true;
     this.owner.mirror?.delivered(this.id);
@@ -141,7 +165,13 @@ export class ResumableStream {
 export class ResumableStreams {
   private readonly parked = new Map<string, ResumableStream>();
 
-  constructor(readonly mirror?: StreamMirror) {}
+  constructor(
+    readonly mirror?: StreamMirror,
+    /** What parked streams may keep, per principal and in all (limits.streams.parked_bytes_*). */
+    private readonly budget?: ParkedBudget,
+    /** Whom the session belongs to, for the budget. */
+    readonly principal = '',
+  ) {}
 
   open(res: ServerResponse, maxKeptBytes: number, request?: JsonRpcId): ResumableStream {
     return new ResumableStream(randomBytes(8).toString('hex'), res, this, maxKeptBytes, request);
@@ -149,14 +179,20 @@ export class ResumableStreams {
 
   park(stream: ResumableStream): void {
     this.parked.set(stream.id, stream);
-    if (this.parked.size > MAX_PARKED) {
-      const oldest = this.parked.keys().next().value as string;
-      this.parked.delete(oldest);
-    }
+    if (this.parked.size > MAX_PARKED)
+      this.parked.values().next().value!.lose(`at most ${MAX_PARKED} per session`);
+    if (this.parked.get(stream.id) === stream) this.budget?.charge(stream);
+  }
+
+  /** A parked stream kept another event (its call still runs). */
+  grew(stream: ResumableStream): void {
+    if (this.parked.get(stream.id) === stream) this.budget?.charge(stream);
   }
 
   forget(stream: ResumableStream): void {
+    if (this.parked.get(stream.id) !== stream) return;
     this.parked.delete(stream.id);
+    this.budget?.release(stream);
   }
 
   /** The parked stream a `Last-Event-ID` points into, and the event it names. */
@@ -166,11 +202,13 @@ export class ResumableStreams {
     const stream = this.parked.get(lastEventId.slice(0, cut));
     const seq = Number(lastEventId.slice(cut + 1));
     if (stream === undefined || !Number.isInteger(seq) || seq < 0) return undefined;
-    this.parked.delete(stream.id);
+    this.forget(stream);
     return { stream, seq };
   }
 
+  /** The session ended: its calls are aborted by the session, its parked streams dropped. */
   clear(): void {
+    for (const stream of this.parked.values()) this.budget?.release(stream);
     this.parked.clear();
   }
 }
