@@ -266,6 +266,18 @@ export const WIRE_ERRORS = {
     message:
       'Invalid params: a subscribed URI may be at most {max} characters (limits.subscriptions.uri_length); this one has {length}',
   },
+  stdio_in_flight: {
+    code: SERVER_ERROR,
+    status: 429,
+    message:
+      'Too many calls in flight: at most {max} requests of this stdio client run at once (limits.stdio_in_flight); wait for answers before sending more',
+  },
+  name_too_long: {
+    code: INVALID_PARAMS,
+    status: 200,
+    message:
+      'Invalid params: {what} may be at most {max} characters ({key}); this one has {length}',
+  },
   rate_limited: {
     code: RATE_LIMITED,
     status: 429,

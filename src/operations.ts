@@ -94,6 +94,7 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
     keep: w.cfg.keepCalls,
     maxViewers: w.cfg.maxStreams,
     identityOf: w.identityOf,
+    bufferBytes: settings.flow.streamBufferBytes,
   });
   if (w.cfg.dashboard) w.observers.push(live.observer);
   w.closers.push(() => live.close());

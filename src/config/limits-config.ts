@@ -16,6 +16,8 @@ export interface LimitsConfig {
   listens?: { per_principal?: number; total?: number };
   batch_length?: number;
   request_id_length?: number;
+  name_length?: number;
+  stdio_in_flight?: number;
   body_bytes?: { per_principal?: number; total?: number };
   json?: { depth?: number; containers?: number };
 }
@@ -32,6 +34,8 @@ export interface ServerLimitSettings {
   listensTotal?: number;
   batchLength?: number;
   requestIdLength?: number;
+  nameLength?: number;
+  stdioInFlight?: number;
   bodyBytesPerPrincipal?: number;
   bodyBytesTotal?: number;
   jsonDepth?: number;
@@ -51,6 +55,8 @@ export function serverLimitsOf(section: LimitsConfig | undefined): ServerLimitSe
     listensTotal: c.listens?.total,
     batchLength: c.batch_length,
     requestIdLength: c.request_id_length,
+    nameLength: c.name_length,
+    stdioInFlight: c.stdio_in_flight,
     bodyBytesPerPrincipal: c.body_bytes?.per_principal,
     bodyBytesTotal: c.body_bytes?.total,
     jsonDepth: c.json?.depth,

@@ -28,6 +28,23 @@ export interface LiveCallsOptions {
   /** Viewers streaming at once; more are refused with 503 (default 8). */
   maxViewers?: number;
   identityOf?: (principal: string) => { agent?: string };
+  /**
+   * Bytes a viewer that does not read may have waiting (limits.streams.buffer_bytes, default
+   * 4 MiB); past it the viewer's connection is destroyed, as for the MCP event streams.
+   */
+  bufferBytes?: number;
+}
+
+/**
+ * Characters of a call's name kept for the page. The front door bounds names (limits.name_length,
+ * limits.subscriptions.uri_length), but an `execute` script's inner calls reach this observer
+ * without passing it: a ring of 250 calls must not hold 250 names of megabytes.
+ */
+export const SHOWN_NAME_MAX = 1024;
+
+function shortName(name: string | undefined): string | null {
+  if (name === undefined) return null;
+  return name.length > SHOWN_NAME_MAX ? name.slice(0, SHOWN_NAME_MAX) + '…' : name;
 }
 
 function shown(call: LiveCall): LiveCall {
@@ -36,7 +53,12 @@ function shown(call: LiveCall): LiveCall {
     : call;
 }
 
-export const LIVE_DEFAULTS = { keep: 200, keepErrors: 50, maxViewers: 8 };
+export const LIVE_DEFAULTS = {
+  keep: 200,
+  keepErrors: 50,
+  maxViewers: 8,
+  bufferBytes: 4 * 1024 * 1024,
+};
 
 export class LiveCalls {
   private readonly calls: LiveCall[] = [];
@@ -48,15 +70,17 @@ export class LiveCalls {
   private readonly keep: number;
   private readonly keepErrors: number;
   readonly maxViewers: number;
+  private readonly bufferBytes: number;
   private readonly heartbeat: NodeJS.Timeout;
 
   constructor(private readonly opts: LiveCallsOptions = {}) {
     this.keep = opts.keep ?? LIVE_DEFAULTS.keep;
     this.keepErrors = opts.keepErrors ?? LIVE_DEFAULTS.keepErrors;
     this.maxViewers = opts.maxViewers ?? LIVE_DEFAULTS.maxViewers;
+    this.bufferBytes = opts.bufferBytes ?? LIVE_DEFAULTS.bufferBytes;
     // Proxies drop a silent stream; a comment line every 15 s keeps it open.
     this.heartbeat = setInterval(() => {
-      for (const v of this.viewers) v.write(': keep-alive\n\n');
+      for (const v of this.viewers) this.send(v, ': keep-alive\n\n');
     }, 15_000);
     this.heartbeat.unref();
   }
@@ -70,7 +94,7 @@ export class LiveCalls {
         time: call.startedAt,
         transport: call.transport,
         method: call.method,
-        name: call.name ?? null,
+        name: shortName(call.name),
         principal: call.principal ?? null,
         agent: identity?.agent ?? null,
         state: 'running',
@@ -100,7 +124,21 @@ export class LiveCalls {
 
   private broadcast(event: string, call: LiveCall): void {
     const frame = `event: ${event}\ndata: ${JSON.stringify(shown(call))}\n\n`;
-    for (const v of this.viewers) v.write(frame);
+    for (const v of this.viewers) this.send(v, frame);
+  }
+
+  /**
+   * One frame to one viewer. A viewer that stopped reading (a suspended laptop, a stalled
+   * proxy) is dropped once its backlog passes the bound: every call of every agent is a frame,
+   * so without it the hub held all of them for that one socket.
+   */
+  private send(v: ServerResponse, frame: string): void {
+    if (v.writableLength > this.bufferBytes) {
+      this.viewers.delete(v);
+      v.destroy();
+      return;
+    }
+    v.write(frame);
   }
 
   /** Oldest first. */

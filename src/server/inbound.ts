@@ -23,6 +23,7 @@ import { BATCH_VERSIONS, PROTOCOL_VERSION_META_KEY } from './protocol.js';
 import type { RequestScope, SessionState, TransportName } from './session.js';
 import {
   badRequestId,
+  nameRefusal,
   resolveLimits,
   type RefusalCounter,
   type ServerLimits,
@@ -111,7 +112,7 @@ export class Inbound {
         transport: facts.transport,
         headers: facts.headers,
       };
-      const limited = this.limited(msg, facts.principal);
+      const limited = this.checked(msg, facts.principal);
       if (limited !== undefined) return this.reject(facts, body, limited, msg.id);
       return { kind: msg.method === 'subscriptions/listen' ? 'listen' : 'request', msg, scope };
     }
@@ -125,7 +126,7 @@ export class Inbound {
       this.dispatcher.handleNotification(msg as JsonRpcNotification, scope);
       return { kind: 'handled', scope };
     }
-    const limited = this.limited(msg, scope.principal);
+    const limited = this.checked(msg, scope.principal);
     if (limited !== undefined) return this.reject(facts, body, limited, msg.id);
     return { kind: 'request', msg, scope };
   }
@@ -156,7 +157,7 @@ export class Inbound {
       else if (tokenError !== undefined)
         pending.push(Promise.resolve(serializeWireError((el as JsonRpcRequest).id, tokenError)));
       else if (kind === 'request') {
-        const limited = this.limited(el as JsonRpcRequest, scope.principal);
+        const limited = this.checked(el as JsonRpcRequest, scope.principal);
         pending.push(
           limited === undefined
             ? this.dispatcher.handleRequest(el as JsonRpcRequest, scope, channelFor())
@@ -174,6 +175,16 @@ export class Inbound {
     }
     if (pending.length === 0) return undefined;
     return Promise.all(pending).then((outs) => '[' + outs.join(',') + ']');
+  }
+
+  /** The name bound (limits.name_length), then the rate limits: a request's refusal, or undefined. */
+  private checked(msg: JsonRpcRequest, principal: string | undefined): WireError | undefined {
+    const tooLong = nameRefusal(msg.method, msg.params, this.limits);
+    if (tooLong !== undefined) {
+      this.refused?.('name_length');
+      return tooLong;
+    }
+    return this.limited(msg, principal);
   }
 
   /**

@@ -30,6 +30,10 @@ export interface ServerLimits {
   batchLength: number;
   /** Characters of a string request id. */
   requestIdLength: number;
+  /** Requests of the stdio peer running at once (a flood of lines must not queue without bound). */
+  stdioInFlight: number;
+  /** Characters of the tool or prompt name a `tools/call` or `prompts/get` names. */
+  nameLength: number;
   /** POST body bytes one principal may have arriving at once, over all its requests (HTTP). */
   bodyBytesPerPrincipal: number;
   /** POST body bytes arriving at once over all requests (HTTP). */
@@ -51,6 +55,8 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
   listensTotal: 1_024,
   batchLength: 100,
   requestIdLength: 256,
+  nameLength: 256,
+  stdioInFlight: 1_000,
   bodyBytesPerPrincipal: 32 * 1024 * 1024,
   bodyBytesTotal: 256 * 1024 * 1024,
   jsonDepth: 256,
@@ -83,6 +89,39 @@ export function badRequestId(id: JsonRpcId, maxLength: number): string | undefin
       ? `is longer than ${maxLength} characters (limits.request_id_length)`
       : undefined;
   return Number.isSafeInteger(id) ? undefined : 'must be a string or a safe integer';
+}
+
+/**
+ * The refusal of a request naming a tool or prompt longer than `limits.name_length`, or reading
+ * a resource URI longer than `limits.subscriptions.uri_length`; undefined otherwise. The name is
+ * kept by what watches calls (the dashboard's recent calls, rate buckets keyed by tool, the
+ * audit log), so it is bounded before any of them sees it.
+ */
+export function nameRefusal(
+  method: string,
+  params: Record<string, unknown> | undefined,
+  limits: ServerLimits,
+): WireError | undefined {
+  if (method === 'tools/call' || method === 'prompts/get') {
+    const name = params?.name;
+    if (typeof name === 'string' && name.length > limits.nameLength)
+      return wireError('name_too_long', {
+        what: method === 'tools/call' ? 'a tool name' : 'a prompt name',
+        max: limits.nameLength,
+        key: 'limits.name_length',
+        length: name.length,
+      });
+  } else if (method === 'resources/read') {
+    const uri = params?.uri;
+    if (typeof uri === 'string' && uri.length > limits.subscriptionUriLength)
+      return wireError('name_too_long', {
+        what: 'a resource URI',
+        max: limits.subscriptionUriLength,
+        key: 'limits.subscriptions.uri_length',
+        length: uri.length,
+      });
+  }
+  return undefined;
 }
 
 /** The refusal of a subscription URI list (one `resources/subscribe`, or a listen filter). */

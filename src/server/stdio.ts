@@ -136,6 +136,8 @@ class StdioTransport implements StdioServer, InboundFacts {
   private readonly modernInflight = new IdTable<RequestChannel, JsonRpcId>();
   private readonly output: LineOutput;
   private open = true;
+  /** Requests dispatched and not yet answered (batch members each), at most limits.stdio_in_flight. */
+  private running = 0;
   private resolveClosed!: () => void;
   private readonly onData = (chunk: Buffer | string): void => this.lines.push(chunk);
   private readonly write = (line: string): void => {
@@ -247,10 +249,21 @@ class StdioTransport implements StdioServer, InboundFacts {
         return;
       }
       case 'request':
+        if (this.full(decision.msg.id, 1)) return;
         return this.request(decision);
-      case 'batch':
-        void this.inbound.runBatch(decision, () => this.channel())?.then(this.write);
+      case 'batch': {
+        const n = decision.members.length;
+        if (this.full(null, n)) return;
+        this.running += n;
+        const out = this.inbound.runBatch(decision, () => this.channel());
+        if (out === undefined) this.running -= n;
+        else
+          void out.then((text) => {
+            this.running -= n;
+            this.write(text);
+          });
         return;
+      }
     }
   }
 
@@ -259,15 +272,31 @@ class StdioTransport implements StdioServer, InboundFacts {
    * sent while the call runs go out as lines before its answer.
    */
   private request(decision: { msg: JsonRpcRequest; scope: RequestScope }): void {
+    this.running++;
     const channel = this.channel();
     const id = decision.msg.id;
     // 2026-07-28 requests have no session to find them in: this connection keeps them.
     const modern = decision.scope.era === 'modern';
     if (modern) this.modernInflight.set(id, channel);
     void this.inbound.dispatch(decision, channel).then((out) => {
+      this.running--;
       if (modern && this.modernInflight.get(id) === channel) this.modernInflight.delete(id);
       this.write(out);
     });
+  }
+
+  /**
+   * Refuses (answers at once) a request that would take the peer past limits.stdio_in_flight:
+   * lines arrive as fast as the pipe delivers them, and each dispatched call is held until it
+   * ends (a flood of calls to a slow tool grew the hub by ~150 MiB a second). Notifications
+   * (cancellations) are still read and handled.
+   */
+  private full(id: JsonRpcId | null, n: number): boolean {
+    const max = this.inbound.limits.stdioInFlight;
+    if (this.running + n <= max) return false;
+    this.opts.refused?.('stdio_in_flight');
+    this.write(serializeWireError(id, wireError('stdio_in_flight', { max })));
+    return true;
   }
 
   /**
