@@ -60,7 +60,11 @@ export interface OAuthAuthenticatorOptions {
 
 export function oauthAuthenticator(opts: OAuthAuthenticatorOptions): Authenticate {
   const { oauth, directory } = opts;
-  const jwks = new JwksCache(oauth.jwks_uri, { onError: opts.onError });
+  const jwks = new JwksCache(oauth.jwks_uri, {
+    onError: opts.onError,
+    maxBytes: oauth.jwks_max_bytes,
+    timeoutMs: oauth.jwks_timeout_ms,
+  });
   const required = oauth.scopes ?? [];
   const agentClaim = oauth.agent_claim ?? 'agent';
 

@@ -41,6 +41,10 @@ export interface OAuthConfig {
   agent_claim?: string;
   target_claim?: string;
   scopes?: string[];
+  /** Bytes of the JWKS document read at most (default 1 MiB). */
+  jwks_max_bytes?: number;
+  /** A JWKS fetch that takes longer fails (default 5000 ms). */
+  jwks_timeout_ms?: number;
 }
 
 export interface AuthConfig {
