@@ -110,20 +110,24 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
 function startMetrics(w: Wiring): HubMetrics | undefined {
   const { hub, access } = w.o;
   if (!w.cfg.metrics) return undefined;
-  const metrics = new HubMetrics({
-    registry: w.registry,
-    plugins: hub.plugins,
-    upstreams: w.upstreams,
-    execute: () => hub.executeStats(),
-    legacySessions: () => {
-      const sessions = access.httpHandler()?.sessions;
-      if (sessions === undefined) return undefined;
-      let streams = 0;
-      for (const s of sessions.values()) if (s.stream !== undefined && !s.stream.closed) streams++;
-      return { sessions: sessions.size, streams };
+  const metrics = new HubMetrics(
+    {
+      registry: w.registry,
+      plugins: hub.plugins,
+      upstreams: w.upstreams,
+      execute: () => hub.executeStats(),
+      legacySessions: () => {
+        const sessions = access.httpHandler()?.sessions;
+        if (sessions === undefined) return undefined;
+        let streams = 0;
+        for (const s of sessions.values())
+          if (s.stream !== undefined && !s.stream.closed) streams++;
+        return { sessions: sessions.size, streams };
+      },
+      listenStreams: () => access.httpHandler()?.listenStreams,
     },
-    listenStreams: () => access.httpHandler()?.listenStreams,
-  });
+    w.cfg.maxToolSeries,
+  );
   w.observers.push(metrics.observer);
   // The loads before serving count too; later ones arrive as events.
   for (const p of hub.plugins.status())

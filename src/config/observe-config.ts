@@ -10,6 +10,8 @@ export interface ObserveConfig {
     enabled?: boolean;
     /** A separate address for /metrics, /healthz and /readyz, served without a token. */
     listen?: { host?: string; port?: number };
+    /** Call series labelled with a tool or prompt name (default 2000); later ones: tool="other". */
+    max_tool_series?: number;
   };
   health?: {
     /** /readyz fails while a plugin failed to load (default true). */
@@ -38,6 +40,7 @@ export interface ObserveConfig {
 export interface ObserveSettings {
   metrics: boolean;
   metricsListen: { host: string; port: number } | undefined;
+  maxToolSeries: number | undefined;
   requirePlugins: boolean;
   requiredUpstreams: string[];
   auditTo: string | undefined;
@@ -58,6 +61,7 @@ export function observeSettingsOf(c: ObserveConfig = {}, auditFlag?: string): Ob
       listen === undefined
         ? undefined
         : { host: listen.host ?? '127.0.0.1', port: listen.port ?? 9464 },
+    maxToolSeries: c.metrics?.max_tool_series,
     requirePlugins: c.health?.require_plugins !== false,
     requiredUpstreams: c.health?.required_upstreams ?? [],
     auditTo: auditFlag ?? c.audit?.to,

@@ -53,8 +53,15 @@ export function family(name: string, help: string, type: string, values: () => V
   };
 }
 
+/** The tool label of calls past the series bound (`observe.metrics.max_tool_series`). */
+export const OVERFLOW_TOOL = 'other';
+export const DEFAULT_MAX_TOOL_SERIES = 2000;
+
 export class CallStats {
   private readonly kinds = new Map<string, CallKind>();
+  /** Kinds labelled with a tool's name: tools come and go (a reload, an upstream's list, a
+   * plugin registering at run time), and a series is kept for ever once made. */
+  private toolKinds = 0;
   /** via -> method -> tool -> its latest series: the hot path's lookup, no key string built. */
   private readonly byVia: Record<Via, Map<string, Map<string, CallKind>>> = {
     client: new Map(),
@@ -63,7 +70,10 @@ export class CallStats {
   private readonly histograms = new Map<string, Histogram>();
   private readonly inflight = new Map<string, CallKind['inflight']>();
 
-  constructor(register: client.Registry) {
+  constructor(
+    register: client.Registry,
+    private readonly maxToolSeries = DEFAULT_MAX_TOOL_SERIES,
+  ) {
     register.registerMetric(
       family(
         'moonhub_mcp_calls_total',
@@ -127,6 +137,13 @@ export class CallStats {
     const methodKey = `${method}\n${via}`;
     const key = `${methodKey}\n${tool}\n${plugin}`;
     let k = this.kinds.get(key);
+    if (k === undefined && tool !== '' && tool !== 'unknown' && tool !== OVERFLOW_TOOL) {
+      // Past the bound a new tool's calls count under tool="other", and its name is not
+      // remembered (no byTool entry either): the series and this map stay bounded.
+      if (this.toolKinds >= this.maxToolSeries)
+        return this.kind(method, OVERFLOW_TOOL, plugin, via);
+      this.toolKinds++;
+    }
     if (k === undefined) {
       let inflight = this.inflight.get(methodKey);
       if (inflight === undefined) {

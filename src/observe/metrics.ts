@@ -76,11 +76,15 @@ export class HubMetrics {
   private readonly refusals: client.Counter<'limit'>;
   private readonly upstreams: UpstreamStats;
 
-  constructor(private readonly src: MetricsSources) {
+  constructor(
+    private readonly src: MetricsSources,
+    /** Call series labelled with a tool or prompt name (`observe.metrics.max_tool_series`). */
+    maxToolSeries?: number,
+  ) {
     const register = this.register;
     const r = { registers: [register] };
     client.collectDefaultMetrics({ register, prefix: 'moonhub_' });
-    this.stats = new CallStats(register);
+    this.stats = new CallStats(register, maxToolSeries);
     this.reloads = new client.Counter({
       name: 'moonhub_plugin_loads_total',
       help: 'Plugin loads and reloads by outcome (loaded, failed)',
