@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EntryKind } from '../registry/types.js';
 import { wireError } from '../errors.js';
+import { resumeNotFound } from './resumable.js';
 import type { McpDispatcher } from './dispatcher.js';
 import { headerOf, sendError } from './http-reply.js';
 import { serializeNotification } from './jsonrpc.js';
@@ -61,8 +62,7 @@ function openGet(t: SessionRequests, req: IncomingMessage, res: ServerResponse):
       );
       return;
     }
-    if (found === undefined)
-      return sendError(res, wireError('resume_not_found', { event: lastEventId }));
+    if (found === undefined) return sendError(res, resumeNotFound(lastEventId));
     found.stream.resume(res, found.seq, { 'Mcp-Session-Id': session.id });
     return;
   }

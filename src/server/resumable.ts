@@ -7,11 +7,24 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
+import { wireError, type WireError } from '../errors.js';
 import type { JsonRpcId } from './jsonrpc.js';
 import type { Parkable, ParkedBudget } from './parked-budget.js';
 
 /** Reconnection delay suggested to clients in the priming event. */
 export const DEFAULT_RETRY_MS = 1000;
+
+/** Hub event ids are ~40 characters; a longer client one (up to 16 KiB) is not echoed whole. */
+const ECHOED_EVENT_ID = 64;
+
+/** The 404 for a Last-Event-ID that names no stream this session may resume. */
+export function resumeNotFound(lastEventId: string): WireError {
+  const shown =
+    lastEventId.length > ECHOED_EVENT_ID
+      ? `${lastEventId.slice(0, ECHOED_EVENT_ID)}... (${lastEventId.length} characters)`
+      : lastEventId;
+  return wireError('resume_not_found', { event: shown });
+}
 /** Streams kept per session waiting for their client to come back; the oldest goes first. */
 const MAX_PARKED = 64;
 /** Events kept per stream for a replay; a chattier call keeps only its latest ones. */

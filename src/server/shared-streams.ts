@@ -16,7 +16,7 @@ import { serializeWireError, type JsonRpcId } from './jsonrpc.js';
 import type { MessageBus } from '../cluster/bus.js';
 import { STREAM_ID, type SessionRecordStore } from '../cluster/session-records.js';
 import { channels } from '../cluster/topics.js';
-import type { StreamMirror } from './resumable.js';
+import { resumeNotFound, type StreamMirror } from './resumable.js';
 
 /** What the log keeps and the channel carries for one event. */
 interface Kept {
@@ -110,7 +110,7 @@ export class SharedStreams {
     lastEventId: string,
     headers: Record<string, string>,
   ): Promise<WireError | undefined> {
-    const notFound = wireError('resume_not_found', { event: lastEventId });
+    const notFound = resumeNotFound(lastEventId);
     const cut = lastEventId.lastIndexOf('_');
     const stream = lastEventId.slice(0, cut);
     const after = Number(lastEventId.slice(cut + 1));

@@ -242,6 +242,16 @@ describe('SSE polling (2025-11-25 over HTTP)', () => {
     });
     assert.equal(again.status, 404);
     assert.match(await again.text(), /no stream to resume/);
+
+    // A client's long Last-Event-ID is not echoed whole in the 404 (before: all 8,000 characters).
+    const long = await fetch(hub.url, {
+      method: 'GET',
+      headers: { ...headers(sid), 'last-event-id': `${'x'.repeat(8000)}_1` },
+    });
+    assert.equal(long.status, 404);
+    const body = await long.text();
+    assert.match(body, /no stream to resume at event x{64}\.\.\. \(8002 characters\)/);
+    assert.ok(body.length < 500, `404 body of ${body.length} characters`);
   });
 
   test('a resumable stream dropped before its call first waits is kept for Last-Event-ID', async () => {
