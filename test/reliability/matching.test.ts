@@ -80,7 +80,13 @@ describe('a hostile resources/read against a real hub', () => {
   before(async () => {
     dir = scratch();
     dir.write('plugins/files.lua', PLUGIN);
-    hub = await startMoonhub(['--plugins', `${dir.dir}/plugins`, '--no-watch']);
+    // The URI bound (limits.subscriptions.uri_length, 4096) would refuse the hostile URI before
+    // it reaches the template matcher; raised here so the matcher itself is what is measured.
+    const config = dir.write(
+      'moonhub.yaml',
+      'plugins: { dirs: [plugins] }\nlimits: { subscriptions: { uri_length: 100000 } }\n',
+    );
+    hub = await startMoonhub(['--config', config, '--no-watch']);
   });
   after(async () => {
     await hub.stop();
