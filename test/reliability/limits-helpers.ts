@@ -51,8 +51,12 @@ export async function post(
 export const auth = (token: string | undefined): Record<string, string> =>
   token === undefined ? {} : { Authorization: `Bearer ${token}` };
 
-/** `initialize` of a 2025-11-25 session. */
-export function initialize(url: string, token?: string): Promise<Answer> {
+/** `initialize` of a 2025 session (2025-11-25 unless told; batches need 2025-03-26). */
+export function initialize(
+  url: string,
+  token?: string,
+  protocolVersion = '2025-11-25',
+): Promise<Answer> {
   return post(
     url,
     {
@@ -60,7 +64,7 @@ export function initialize(url: string, token?: string): Promise<Answer> {
       id: 0,
       method: 'initialize',
       params: {
-        protocolVersion: '2025-11-25',
+        protocolVersion,
         capabilities: {},
         clientInfo: { name: 'limits-test', version: '1' },
       },

@@ -14,7 +14,7 @@ import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js
 import { createSession, makeHubDir, type Issued } from '../helpers/auth-hub.js';
 import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
 import { rssMiB } from './helpers.js';
-import { auth, initialize, inSession, ping, pool, post, sleep } from './limits-helpers.js';
+import { initialize, inSession, ping, pool, sleep } from './limits-helpers.js';
 
 const PLUGIN = `mcp.tool("p.echo", { description = "echo" }, function() return "echo" end)`;
 
@@ -140,20 +140,7 @@ limits:
     );
     await sleep(300);
     viewer.pause(); // reads nothing more: the kernel's buffers fill, then the hub's
-    const init = await post(
-      url,
-      {
-        jsonrpc: '2.0',
-        id: 0,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-03-26',
-          capabilities: {},
-          clientInfo: { name: 'batcher', version: '1' },
-        },
-      },
-      auth(B.token),
-    );
+    const init = await initialize(url, B.token, '2025-03-26');
     const sid = init.sid!;
     const batch = Array.from({ length: 100 }, (_, i) => ({
       jsonrpc: '2.0',

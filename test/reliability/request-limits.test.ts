@@ -20,7 +20,6 @@ import {
   modern,
   ping,
   pool,
-  post,
   sleep,
   type Answer,
 } from './limits-helpers.js';
@@ -200,20 +199,7 @@ ${LIMITS}`,
   });
 
   it('caps batch length and request ids; a bad member of a batch is answered in place', async () => {
-    const init = await post(
-      url,
-      {
-        jsonrpc: '2.0',
-        id: 0,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-03-26',
-          capabilities: {},
-          clientInfo: { name: 'x', version: '1' },
-        },
-      },
-      auth(A.token),
-    );
+    const init = await initialize(url, A.token, '2025-03-26');
     const sid = init.sid!;
     const batch = (n: number) =>
       Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'ping' }));
