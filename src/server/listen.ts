@@ -214,6 +214,11 @@ export class Listens {
     return undefined;
   }
 
+  /** True while a subscription opened under `key` is open (its id is in use). */
+  has(key: JsonRpcId): boolean {
+    return this.byKey.has(key);
+  }
+
   /** Ends the subscription opened under `key`, without a closing result. */
   cancel(key: unknown): void {
     if (typeof key !== 'string' && typeof key !== 'number') return;

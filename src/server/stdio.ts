@@ -238,6 +238,7 @@ class StdioTransport implements StdioServer, InboundFacts {
         return;
       case 'listen': {
         const { msg, scope } = decision;
+        if (this.idInUse(msg.id)) return;
         const refused: WireError | undefined = this.listens.subscribe(
           msg.id,
           msg.params,
@@ -249,6 +250,7 @@ class StdioTransport implements StdioServer, InboundFacts {
         return;
       }
       case 'request':
+        if (decision.scope.era === 'modern' && this.idInUse(decision.msg.id)) return;
         if (this.full(decision.msg.id, 1)) return;
         return this.request(decision);
       case 'batch': {
@@ -283,6 +285,18 @@ class StdioTransport implements StdioServer, InboundFacts {
       if (modern && this.modernInflight.get(id) === channel) this.modernInflight.delete(id);
       this.write(out);
     });
+  }
+
+  /**
+   * Refuses (answers at once) a 2026-07-28 request or listen whose id names one still running
+   * here: it would take that one's place, which could then no longer be cancelled, and the peer
+   * could not tell the two answers apart. 2025 requests are checked against their session by
+   * the dispatcher.
+   */
+  private idInUse(id: JsonRpcId): boolean {
+    if (!this.modernInflight.has(id) && !this.listens.has(id)) return false;
+    this.write(serializeWireError(id, wireError('request_id_in_use', { id: JSON.stringify(id) })));
+    return true;
   }
 
   /**
