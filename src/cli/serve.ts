@@ -131,12 +131,15 @@ function startServeHub(
   sessionViews: SessionViews,
 ): Promise<Hub> {
   const innerRate = flow.toolGate();
+  // A script's inner calls keep the front door's bounds: the per-tool rate limits, the name length.
+  const nameLength = s.serverLimits.nameLength;
+  const execute = { ...s.execute, ...(nameLength === undefined ? {} : { nameLength }) };
   return startHub({
     hubId: s.hub_id,
     pluginDirs: s.dirs,
     logger,
     watch: flags.watch,
-    execute: innerRate === undefined ? s.execute : { ...s.execute, innerRate },
+    execute: innerRate === undefined ? execute : { ...execute, innerRate },
     pluginSettings: s.config.plugins?.settings,
     upstreams: s.config.upstreams,
     pluginLimits: s.pluginLimits,

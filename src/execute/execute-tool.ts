@@ -12,7 +12,7 @@ import { toJsonText } from '../registry/results.js';
 import type { CallContext, ToolResult } from '../registry/types.js';
 import { directPlan, type DirectPlan } from './direct-plan.js';
 import { observeHubCalls, replayDirectCalls, type InnerCallSink } from './inner-observe.js';
-import type { InnerRateGate, ResolvedExecuteOptions } from './options.js';
+import { innerNameRefusal, type InnerRateGate, type ResolvedExecuteOptions } from './options.js';
 import type { ScriptOutcome, ScriptPool } from './worker-pool.js';
 
 export const EXECUTE_OWNER = 'builtin:execute';
@@ -87,7 +87,7 @@ export function executeHandler(
     );
     const inner = new AbortController();
     const sink = sinkOf();
-    const caller = scriptCaller(registry, ctx, inner.signal, logger, gate, sink);
+    const caller = scriptCaller(registry, ctx, inner.signal, logger, opts, sink);
     try {
       const tools = toolNames(ctx.filter, caller);
       const outcome = await pool.run({
@@ -141,7 +141,7 @@ function scriptCaller(
   ctx: CallContext,
   signal: AbortSignal,
   logger: Logger,
-  gate: InnerRateGate | undefined,
+  opts: ResolvedExecuteOptions,
   sink: InnerCallSink | undefined,
 ): ToolCaller {
   const base = registryCaller({
@@ -151,7 +151,10 @@ function scriptCaller(
     signal,
     notice: noticeTo(ctx, logger),
   });
-  let call = base.call;
+  // The name bound first, as at the front door: what follows keeps the name (rate buckets,
+  // observers). The script's worker refuses such names already; this holds whatever sends them.
+  let call = boundedNames(base.call, opts.nameLength);
+  const gate = opts.innerRate;
   if (gate !== undefined) call = rateLimited(call, gate, ctx.principal);
   if (sink !== undefined) call = observeHubCalls(call, sink, ctx);
   // observe: inner calls answer worker messages, outside this call's async context; bound to
@@ -183,6 +186,14 @@ function noticeTo(ctx: CallContext, logger: Logger): (text: string, params: unkn
       // A notice is best effort: a caller that went away must not fail the script.
       logger.debug({ err }, 'could not send a notice to the caller');
     }
+  };
+}
+
+/** Inner calls naming a tool past `limits.name_length` fail with the front door's error. */
+function boundedNames(call: ToolCaller['call'], max: number): ToolCaller['call'] {
+  return (name, args) => {
+    const tooLong = innerNameRefusal(name, max);
+    return tooLong === undefined ? call(name, args) : Promise.reject(tooLong);
   };
 }
 

@@ -1,3 +1,5 @@
+import { wireError, type WireError } from '../errors.js';
+
 /**
  * The limits and sizes of the `execute` tool. Every key is optional; the config file (another
  * module) passes an object of these. Breaking a limit ends that run with an error naming it.
@@ -48,6 +50,11 @@ export interface ExecuteOptions {
    */
   cleanupMs?: number;
   /**
+   * Characters of the tool name an inner call may name: the front door's `limits.name_length`
+   * (default 256), so a script cannot carry a name the client's own tools/call could not.
+   */
+  nameLength?: number;
+  /**
    * The client's per-tool rate limits (`limits.rate.tool`, `limits.rate.tools`), applied to every
    * inner call as to a client's own tools/call: a script cannot call a limited tool faster than
    * its caller could. Absent: no tool is limited.
@@ -71,6 +78,25 @@ export type ResolvedExecuteOptions = Required<Omit<ExecuteOptions, 'root' | 'inn
   innerRate: InnerRateGate | undefined;
 };
 
+/** The front door's default `limits.name_length` (src/server/session-limits.ts). */
+const DEFAULT_NAME_LENGTH = 256;
+
+/**
+ * The refusal of an inner call naming a tool longer than `max`: the front door's own error
+ * (`name_too_long`, naming the key, not echoing the name), or undefined. Checked before the name
+ * reaches anything that keeps it: the (principal, tool) rate buckets, the observers (audit log,
+ * dashboard), the message to the hub's thread.
+ */
+export function innerNameRefusal(name: string, max: number): WireError | undefined {
+  if (name.length <= max) return undefined;
+  return wireError('name_too_long', {
+    what: 'a tool name',
+    max,
+    key: 'limits.name_length',
+    length: name.length,
+  });
+}
+
 export function resolveExecuteOptions(o: ExecuteOptions = {}): ResolvedExecuteOptions {
   return {
     enabled: o.enabled ?? true,
@@ -90,6 +116,7 @@ export function resolveExecuteOptions(o: ExecuteOptions = {}): ResolvedExecuteOp
     messagesPerSecond: o.messagesPerSecond ?? 200,
     graceMs: o.graceMs ?? 200,
     cleanupMs: o.cleanupMs ?? 1000,
+    nameLength: o.nameLength ?? DEFAULT_NAME_LENGTH,
     innerRate: o.innerRate,
   };
 }

@@ -44,6 +44,8 @@ export interface WorkerSetup {
   /** Characters of one notice, and notices per second (`execute.message_*`): gated here. */
   messageBytes: number;
   messagesPerSecond: number;
+  /** Characters of a tool name an inner call may name (`limits.name_length`): checked here. */
+  nameLength: number;
 }
 
 export type ToWorker =

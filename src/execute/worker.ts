@@ -18,6 +18,7 @@ import { extractImages } from '../registry/result-images.js';
 import { toJsonText } from '../registry/results.js';
 import type { ToolResult } from '../registry/types.js';
 import { DirectCalls } from './direct-calls.js';
+import { innerNameRefusal } from './options.js';
 import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
 
 const setup = workerData as WorkerSetup;
@@ -99,13 +100,19 @@ function callerFor(run: number, tools: string[]): ToolCaller {
     { messageBytes: 'execute.message_bytes', messagesPerSecond: 'execute.messages_per_second' },
   );
   return {
-    call: (name, args) =>
-      direct.call(name, args) ??
-      new Promise<ToolResult>((resolve, reject) => {
-        const call = nextCall++;
-        waiting.set(call, { run, resolve, reject });
-        post({ type: 'call', run, call, name, args });
-      }),
+    call: (name, args) => {
+      // Refused here, before the name is copied to the hub's thread or looked up anywhere.
+      const tooLong = innerNameRefusal(name, setup.nameLength);
+      if (tooLong !== undefined) return Promise.reject(tooLong);
+      return (
+        direct.call(name, args) ??
+        new Promise<ToolResult>((resolve, reject) => {
+          const call = nextCall++;
+          waiting.set(call, { run, resolve, reject });
+          post({ type: 'call', run, call, name, args });
+        })
+      );
+    },
     listTools: () => tools,
     notice: (text, params) => {
       const cut = gate.admit(text);

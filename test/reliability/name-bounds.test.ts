@@ -8,13 +8,15 @@
  * A dashboard viewer that stops reading is dropped past limits.streams.buffer_bytes.
  */
 import assert from 'node:assert/strict';
+import { statSync } from 'node:fs';
 import { connect } from 'node:net';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
 import { createSession, makeHubDir, type Issued } from '../helpers/auth-hub.js';
 import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
 import { rssMiB } from './helpers.js';
-import { initialize, inSession, ping, pool, sleep } from './limits-helpers.js';
+import { initialize, inSession, modern, ping, pool, sleep } from './limits-helpers.js';
 
 const PLUGIN = `mcp.tool("p.echo", { description = "echo" }, function() return "echo" end)`;
 
@@ -22,11 +24,14 @@ describe('names of called tools, prompts and resources are bounded', () => {
   let hub: MoonhubProcess;
   let A: Issued;
   let B: Issued;
+  let E: Issued;
   let admin: string;
   let url: string;
+  let audit: string;
 
   before(async () => {
     const dir = makeHubDir({ p: PLUGIN });
+    audit = join(dir.root, 'audit.jsonl');
     const file = dir.write(
       'moonhub.yaml',
       `auth: { mode: token }
@@ -34,9 +39,11 @@ plugins: { dirs: [plugins] }
 agents:
   A: { plugins: [p], builtins: [] }
   B: { plugins: [p], builtins: [] }
+  E: { plugins: [p], builtins: [execute] }
 limits:
   rate: { tool: { per_second: 100000 } }
   streams: { buffer_bytes: 65536 }
+observe: { audit: { to: audit.jsonl } }
 `,
     );
     hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
@@ -45,6 +52,7 @@ limits:
       createSession(['--config', file, '--data', dir.data, '--agent', agent, '--url', url]);
     A = issue('A');
     B = issue('B');
+    E = issue('E');
     admin = adminToken(dir.data);
   });
   after(async () => hub?.stop());
@@ -126,6 +134,54 @@ limits:
       read.body!.error!.message,
       /a resource URI may be at most 4096 characters \(limits\.subscriptions\.uri_length\); this one has 4097/,
     );
+  });
+
+  it("bounds an execute script's inner calls the same way: not kept, B served", async () => {
+    const b = (await initialize(url, B.token)).sid!;
+    const pid = hub.child.pid!;
+    await sleep(300);
+    const rss0 = rssMiB(pid);
+    const audit0 = statSync(audit).size;
+    let served = 0;
+    let running = true;
+    const honest = (async () => {
+      while (running) {
+        assert.equal((await ping(url, b, B.token)).status, 200);
+        served++;
+        await sleep(20);
+      }
+    })();
+    // 60 calls of 4 MB unknown names, one after the other; each is refused before the hub keeps
+    // its name (before: +4 MB each in the (principal, tool) buckets and the audit log).
+    const code = `
+      local big = string.rep("x", 4000000)
+      local errors = {}
+      for i = 1, 60 do
+        local r = task.await(mcp.call(i .. big, {}))
+        if r.is_error and #r.content < 400 then errors[#errors + 1] = r.content end
+      end
+      local ok, raised = pcall(tools.use, string.rep("y", 257), {})
+      return { errors = errors, raised = tostring(raised), exact = task.await(mcp.call(string.rep("q", 256), {})).content }`;
+    const run = await modern(url, E.token, 'tools/call', { name: 'execute', arguments: { code } });
+    running = false;
+    await honest;
+    await sleep(500);
+    const rss1 = rssMiB(pid);
+    const out = (run.body?.result as { structuredContent?: { result?: Record<string, unknown> } })
+      ?.structuredContent?.result;
+    assert.ok(out !== undefined, run.text.slice(0, 500));
+    const errors = out.errors as string[];
+    assert.equal(errors.length, 60, 'each refusal is short: the name is not echoed');
+    assert.match(
+      errors[0]!,
+      /Invalid params: a tool name may be at most 256 characters \(limits\.name_length\); this one has 4000001/,
+    );
+    assert.match(String(out.raised), /a tool name may be at most 256 characters .* has 257/);
+    assert.match(String(out.exact), /^Unknown tool/, 'a name of exactly 256 is looked up');
+    assert.ok(rss1 - rss0 < 100, `RSS grew ${(rss1 - rss0).toFixed(0)} MiB`);
+    const logged = statSync(audit).size - audit0;
+    assert.ok(logged < 100_000, `the audit log grew by ${logged} bytes`);
+    assert.ok(served > 3, `B was served ${served} times`);
   });
 
   it('drops a dashboard viewer that stops reading; the live calls go on', async () => {
