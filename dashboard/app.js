@@ -75,7 +75,10 @@ function renderPlugins(s) {
       ? `${p.error.file ?? p.entry}${p.error.line ? ':' + p.error.line : ''}`
       : '';
     const msg = p.error?.message ?? '';
-    cell(tr, p.error ? (msg.startsWith(where) ? msg : `${where}: ${msg}`) : '', 'error mono');
+    const problems = p.error ? [msg.startsWith(where) ? msg : `${where}: ${msg}`] : [];
+    // Definitions that registered with a warning (a name too long to call, ...).
+    for (const w of p.warnings ?? []) problems.push(`warning: ${w}`);
+    cell(tr, problems.join('\n'), 'error mono');
     cell(
       tr,
       button('Reload', () => reload(p.name)),

@@ -21,6 +21,7 @@ function pluginView(p: PluginStatus, redact: StatusRedactor): PluginStatus {
     out.error = { ...p.error, message: redact.text(p.error.message) };
     if (p.error.file !== undefined) out.error.file = redact.file(p.error.file);
   }
+  if (p.warnings) out.warnings = p.warnings.map((w) => redact.text(w));
   return out;
 }
 

@@ -4,6 +4,7 @@
  */
 import type { Logger } from './log.js';
 import { Registry } from './registry/registry.js';
+import type { CallableBounds } from './registry/callable-bounds.js';
 import { PluginHost, type PluginIsolation } from './plugins/plugin-host.js';
 import { registerCodeMode, type ExecuteOptions, type InnerCallSink } from './execute/index.js';
 import type { ExecuteStats } from './execute/worker-pool.js';
@@ -36,6 +37,11 @@ export interface HubOptions {
   spareWorker?: boolean;
   /** Callers' contexts each plugin worker keeps (`plugins.context_table_size`; default 256). */
   contextTableSize?: number;
+  /**
+   * The longest names and URIs the front door lets a call carry (`limits.name_length`,
+   * `limits.subscriptions.uri_length`): a definition past them registers with a warning.
+   */
+  callable?: CallableBounds;
 }
 
 export interface Hub {
@@ -51,7 +57,7 @@ export interface Hub {
 }
 
 export async function startHub(opts: HubOptions): Promise<Hub> {
-  const registry = new Registry({ hubId: opts.hubId });
+  const registry = new Registry({ hubId: opts.hubId, callable: opts.callable });
   // A prompt, resource or completion handler that raised is the plugin's error, not the hub's.
   registry.onHandlerError((err) =>
     opts.logger.warn(
@@ -59,7 +65,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       `plugin ${err.kind} handler failed`,
     ),
   );
-  registry.onDefinitionWarning((owner, message) => opts.logger.warn({ plugin: owner }, message));
   const plugins = new PluginHost({
     registry,
     dirs: opts.pluginDirs,
@@ -74,6 +79,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     hardStopGraceMs: opts.hardStopGraceMs,
     spareWorker: opts.spareWorker,
     contextTableSize: opts.contextTableSize,
+  });
+  // One log line per warning, and the plugin's status (hub_status, the dashboard) keeps it.
+  registry.onDefinitionWarning((owner, message) => {
+    opts.logger.warn({ plugin: owner }, message);
+    plugins.noteWarning(owner, message);
   });
   registerHubStatus(registry, plugins, opts.pluginDirs);
   const upstreamsReady = startConfiguredUpstreams(registry, opts.upstreams ?? {}, opts.logger);

@@ -14,6 +14,8 @@ import {
   type HttpServerOptions,
 } from '../server/index.js';
 import { FlowLimits } from '../server/flow-limits.js';
+import { resolveLimits } from '../server/session-limits.js';
+import type { CallableBounds } from '../registry/callable-bounds.js';
 import { endpointUrl, resolveSettings, type Settings } from '../config/settings.js';
 import type { AuthMode } from '../config/config.js';
 import { Access, checkExposure, isLoopback } from '../access.js';
@@ -148,7 +150,19 @@ function startServeHub(
     spareWorker: s.isolation.spareWorker,
     contextTableSize: s.isolation.contextTableSize,
     sessionViews,
+    callable: callableBoundsOf(s),
   });
+}
+
+/** What the front door lets a call name (limits.name_length, limits.subscriptions.uri_length). */
+function callableBoundsOf(s: Settings): CallableBounds {
+  const limits = resolveLimits(s.serverLimits);
+  return {
+    nameLength: limits.nameLength,
+    nameKey: 'limits.name_length',
+    uriLength: limits.subscriptionUriLength,
+    uriKey: 'limits.subscriptions.uri_length',
+  };
 }
 
 async function openAccess(

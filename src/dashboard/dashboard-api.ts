@@ -82,6 +82,7 @@ function state(src: DashboardSources) {
             file: p.error.file === undefined ? null : redact.file(p.error.file),
             line: p.error.line ?? null,
           },
+    warnings: (p.warnings ?? []).map((w) => redact.text(w)),
   }));
   const entries = entriesOf(src.registry);
   const principals = src

@@ -20,6 +20,7 @@ import {
 import { discoverPlugins, locatePlugin, type PluginSource } from './discover.js';
 import { chunkName, findModule } from './find-module.js';
 import { IsolatedPlugin } from './isolated-plugin.js';
+import { PluginWarnings } from './plugin-warnings.js';
 import { WorkerPool } from './worker-pool.js';
 
 export interface PluginHostOptions {
@@ -69,6 +70,8 @@ export interface PluginStatus {
   loaded: boolean;
   /** The last load or reload error, with file and line when Lua gave them. */
   error?: { message: string; file?: string; line?: number };
+  /** What its definitions were warned about (a name too long to call, ...); plugin-warnings.ts. */
+  warnings?: string[];
   loadedAt?: string;
 }
 
@@ -93,6 +96,7 @@ export class PluginHost {
   private readonly opts: PluginHostOptions;
   private readonly dirs: string[];
   private readonly pool: WorkerPool;
+  private readonly warnings = new PluginWarnings();
 
   constructor(opts: PluginHostOptions) {
     this.opts = opts;
@@ -137,7 +141,15 @@ export class PluginHost {
   }
 
   status(): PluginStatus[] {
-    return [...this.plugins.values()].map((p) => p.status);
+    return [...this.plugins.values()].map((p) => {
+      const warnings = this.warnings.of(p.status.name);
+      return warnings === undefined ? p.status : { ...p.status, warnings };
+    });
+  }
+
+  /** A registry warning about a definition of `owner` (kept in its status if it is a plugin). */
+  noteWarning(owner: string, message: string): void {
+    this.warnings.note(owner, message);
   }
 
   /** Bytes of Lua memory each loaded plugin's state holds (metrics, the dashboard). */
@@ -183,6 +195,7 @@ export class PluginHost {
   }
 
   private async load(source: PluginSource, started?: Promise<IsolatedPlugin>): Promise<void> {
+    this.warnings.begin(source.name);
     if (this.opts.reservedNames?.has(source.name)) {
       this.failed(
         source,
@@ -284,6 +297,7 @@ export class PluginHost {
     previous: LoadedPlugin | undefined,
   ): void {
     previous?.state?.retire();
+    this.warnings.loaded(source.name);
     this.plugins.set(source.name, {
       source,
       state,
@@ -302,6 +316,7 @@ export class PluginHost {
 
   private failed(source: PluginSource, err: unknown, previous: LoadedPlugin | undefined): void {
     const error = describeLoadError(err, source.entry);
+    this.warnings.failed(source.name);
     const status: PluginStatus = previous
       ? { ...previous.status, error }
       : { name: source.name, entry: source.entry, loaded: false, error };
@@ -322,6 +337,7 @@ export class PluginHost {
     const p = this.plugins.get(name);
     void settleUpstreams(this.opts.registry, name, undefined);
     this.opts.registry.reset(name);
+    this.warnings.forget(name);
     if (!p) return;
     p.state?.retire();
     this.plugins.delete(name);

@@ -15,6 +15,7 @@ import {
   type ResourceUpdateListener,
 } from './registry-events.js';
 import { compileValidator, type ArgumentValidator } from './schema.js';
+import { uncallableWarning, type CallableBounds } from './callable-bounds.js';
 import { failureResult } from './tool-results.js';
 import type {
   CallContext,
@@ -70,8 +71,18 @@ export class Registry {
   readonly versions: Record<EntryKind, number> = this.events.versions;
   private toolListCache: { version: number; list: { owner: string; info: ToolInfo }[] } | undefined;
 
-  constructor(opts: { hubId?: string } = {}) {
+  /** What the front door lets a call name: a definition past it is told (callable-bounds.ts). */
+  private readonly callable: CallableBounds | undefined;
+
+  constructor(opts: { hubId?: string; callable?: CallableBounds } = {}) {
     this.hubId = opts.hubId ?? 'moonhub';
+    this.callable = opts.callable;
+  }
+
+  /** Tells the warning listeners of a definition no call can reach (it still registers). */
+  private checkCallable(owner: string, kind: 'tool' | 'prompt' | 'resource', name: string): void {
+    const warning = uncallableWarning(kind, name, this.callable);
+    if (warning !== undefined) this.events.definitionWarning(owner, warning);
   }
 
   onChange(listener: ChangeListener): () => void {
@@ -150,6 +161,7 @@ export class Registry {
 
   addTool(owner: string, spec: ToolSpec): void {
     if (!spec.name) throw new RegistryError('invalid_definition', 'a tool needs a non-empty name');
+    this.checkCallable(owner, 'tool', spec.name);
     const validate = compileValidator(spec.inputSchema, `tool '${spec.name}'`);
     if (validate.unenforced)
       this.events.definitionWarning(
@@ -262,6 +274,7 @@ export class Registry {
   addPrompt(owner: string, spec: PromptSpec): void {
     if (!spec.name)
       throw new RegistryError('invalid_definition', 'a prompt needs a non-empty name');
+    this.checkCallable(owner, 'prompt', spec.name);
     this.tookOver('prompt', spec.name, this.prompts.set({ ...spec, owner }), owner);
   }
 
@@ -304,6 +317,7 @@ export class Registry {
 
   addResource(owner: string, spec: ResourceSpec): void {
     this.resources.add(owner, spec);
+    this.checkCallable(owner, 'resource', spec.uriTemplate);
   }
 
   removeResource(uriTemplate: string, owner?: string): boolean {

@@ -19,6 +19,13 @@ import { rssMiB } from './helpers.js';
 import { initialize, inSession, modern, ping, pool, sleep } from './limits-helpers.js';
 
 const PLUGIN = `mcp.tool("p.echo", { description = "echo" }, function() return "echo" end)`;
+/** Definitions longer than the front door lets a call name: they register, with a warning. */
+const LONG = `
+mcp.tool(string.rep("t", 300), { description = "long" }, function() return "long" end)
+mcp.prompt(string.rep("r", 260), { description = "long" }, function() return "long" end)
+mcp.resource("long://" .. string.rep("u", 5000), { name = "long" }, function() return 1 end)
+mcp.tool("long.ok", { description = "fits" }, function() return "ok" end)
+`;
 
 describe('names of called tools, prompts and resources are bounded', () => {
   let hub: MoonhubProcess;
@@ -30,7 +37,7 @@ describe('names of called tools, prompts and resources are bounded', () => {
   let audit: string;
 
   before(async () => {
-    const dir = makeHubDir({ p: PLUGIN });
+    const dir = makeHubDir({ p: PLUGIN, long: LONG });
     audit = join(dir.root, 'audit.jsonl');
     const file = dir.write(
       'moonhub.yaml',
@@ -39,7 +46,7 @@ plugins: { dirs: [plugins] }
 agents:
   A: { plugins: [p], builtins: [] }
   B: { plugins: [p], builtins: [] }
-  E: { plugins: [p], builtins: [execute] }
+  E: { plugins: [p, long], builtins: [execute, hub_status] }
 limits:
   rate: { tool: { per_second: 100000 } }
   streams: { buffer_bytes: 65536 }
@@ -182,6 +189,41 @@ observe: { audit: { to: audit.jsonl } }
     const logged = statSync(audit).size - audit0;
     assert.ok(logged < 100_000, `the audit log grew by ${logged} bytes`);
     assert.ok(served > 3, `B was served ${served} times`);
+  });
+
+  it('registers a definition longer than the bounds, with one warning naming it', async () => {
+    const log = hub.log();
+    for (const re of [
+      /"plugin":"long"[^\n]*tool 't{64}\.\.\.' cannot be called: its name has 300 characters, more than limits\.name_length \(256\)/,
+      /"plugin":"long"[^\n]*prompt 'r{64}\.\.\.' cannot be called: its name has 260 characters/,
+      /"plugin":"long"[^\n]*resource 'long:\/\/u{57}\.\.\.' cannot be read: its URI has 5007 characters, more than limits\.subscriptions\.uri_length \(4096\)/,
+    ])
+      assert.equal(log.match(new RegExp(re.source, 'g'))?.length, 1, `one line: ${re}`);
+    assert.doesNotMatch(log, /long\.ok[^\n]*cannot be/);
+    // Registered (a Botster plugin loads as it does there), shown by hub_status with its warnings.
+    const list = await modern(url, E.token, 'tools/list', {});
+    assert.ok(JSON.stringify(list.body).includes('t'.repeat(300)));
+    const status = await modern(url, E.token, 'tools/call', { name: 'hub_status', arguments: {} });
+    const plugins = (
+      status.body?.result as {
+        structuredContent: { plugins: { name: string; loaded: boolean; warnings?: string[] }[] };
+      }
+    ).structuredContent.plugins;
+    const long = plugins.find((p) => p.name === 'long')!;
+    assert.equal(long.loaded, true);
+    assert.equal(long.warnings?.length, 3, JSON.stringify(long));
+    assert.match(
+      long.warnings![0]!,
+      /cannot be called: its name has 300 characters.*limits\.name_length/,
+    );
+    assert.equal(plugins.find((p) => p.name === 'p')!.warnings, undefined);
+    // ... and on the dashboard's plugin list.
+    const state = (await (
+      await fetch(`${baseOf(url)}/admin/dashboard/state`, {
+        headers: { Authorization: `Bearer ${admin}` },
+      })
+    ).json()) as { plugins: { name: string; warnings: string[] }[] };
+    assert.equal(state.plugins.find((p) => p.name === 'long')!.warnings.length, 3);
   });
 
   it('drops a dashboard viewer that stops reading; the live calls go on', async () => {
