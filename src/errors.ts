@@ -276,6 +276,12 @@ export const WIRE_ERRORS = {
     message:
       'Too many calls in flight: at most {max} requests of this stdio client run at once (limits.stdio_in_flight); wait for answers before sending more',
   },
+  http_in_flight_principal: {
+    code: SERVER_ERROR,
+    status: 429,
+    message:
+      'Too many calls in flight: at most {max} HTTP requests of this principal run at once (limits.http_in_flight_per_principal); wait for answers before sending more',
+  },
   name_too_long: {
     code: INVALID_PARAMS,
     status: 200,

@@ -18,6 +18,7 @@ export interface LimitsConfig {
   request_id_length?: number;
   name_length?: number;
   stdio_in_flight?: number;
+  http_in_flight_per_principal?: number;
   body_bytes?: { per_principal?: number; total?: number };
   json?: { depth?: number; containers?: number };
 }
@@ -36,6 +37,7 @@ export interface ServerLimitSettings {
   requestIdLength?: number;
   nameLength?: number;
   stdioInFlight?: number;
+  httpInFlightPerPrincipal?: number;
   bodyBytesPerPrincipal?: number;
   bodyBytesTotal?: number;
   jsonDepth?: number;
@@ -57,6 +59,7 @@ export function serverLimitsOf(section: LimitsConfig | undefined): ServerLimitSe
     requestIdLength: c.request_id_length,
     nameLength: c.name_length,
     stdioInFlight: c.stdio_in_flight,
+    httpInFlightPerPrincipal: c.http_in_flight_per_principal,
     bodyBytesPerPrincipal: c.body_bytes?.per_principal,
     bodyBytesTotal: c.body_bytes?.total,
     jsonDepth: c.json?.depth,

@@ -55,6 +55,13 @@ export function sendError(
   sendJson(res, error.status, serializeWireError(id, error), headers);
 }
 
+/** A refusal at 429 tells the client when to come back (whole seconds, at least 1). */
+export function retryAfter(error: WireError): Record<string, string> | undefined {
+  if (error.status !== 429) return undefined;
+  const ms = (error.data as { retryAfterMs?: number } | undefined)?.retryAfterMs ?? 1000;
+  return { 'Retry-After': String(Math.max(1, Math.ceil(ms / 1000))) };
+}
+
 /** JSON unless the client accepts only an event stream. */
 export function wantsSse(req: IncomingMessage): boolean {
   const accept = req.headers.accept;

@@ -10,7 +10,15 @@ import type { Registry } from '../registry/registry.js';
 import { createMcpDispatcher, type McpDispatcher } from './dispatcher.js';
 import { BodyBudget, BodyReader } from './http-body.js';
 import { jsonShapeRefusal } from './json-shape.js';
-import { accepted, headerOf, respond, respondAnswer, sendError, sendJson } from './http-reply.js';
+import {
+  accepted,
+  headerOf,
+  respond,
+  respondAnswer,
+  retryAfter,
+  sendError,
+  sendJson,
+} from './http-reply.js';
 import type {
   AuthVerdict,
   HttpHandlerOptions,
@@ -30,7 +38,15 @@ import { LegacySessionStore, type LegacySession } from './legacy-sessions.js';
 import { ListChangedFanout } from './list-changed.js';
 import { Listens } from './listen.js';
 import { createRequestGuard } from './origin.js';
+import {
+  HttpFacts,
+  isAuthenticated,
+  isJsonContentType,
+  principalOf,
+  setPrincipal,
+} from './http-facts.js';
 import { PostResponseChannel } from './post-channel.js';
+import { PrincipalFlights } from './principal-flights.js';
 import { DEFAULT_MAX_BODY_BYTES, LEGACY_PROTOCOL_VERSIONS } from './protocol.js';
 import type { RequestScope, SessionLayer } from './session.js';
 import { SseStream } from './sse.js';
@@ -46,34 +62,6 @@ export type {
   McpHttpHandler,
 };
 
-const PRINCIPAL = Symbol('moonhub.principal');
-type AuthedRequest = IncomingMessage & { [PRINCIPAL]?: string };
-
-/** The facts of one HTTP request, as the inbound layer reads them. */
-class HttpFacts implements InboundFacts {
-  readonly transport = 'http' as const;
-  constructor(readonly req: IncomingMessage) {}
-  get headers() {
-    return this.req.headers;
-  }
-  get principal(): string | undefined {
-    return (this.req as AuthedRequest)[PRINCIPAL];
-  }
-}
-
-/** A rate limit's refusal tells the client when to come back (whole seconds, at least 1). */
-function retryAfter(error: WireError): Record<string, string> | undefined {
-  if (error.status !== 429) return undefined;
-  const ms = (error.data as { retryAfterMs?: number } | undefined)?.retryAfterMs ?? 1000;
-  return { 'Retry-After': String(Math.max(1, Math.ceil(ms / 1000))) };
-}
-
-function isJsonContentType(ct: string | undefined): boolean {
-  if (ct === undefined) return false;
-  const semi = ct.indexOf(';');
-  return (semi === -1 ? ct : ct.slice(0, semi)).trim().toLowerCase() === 'application/json';
-}
-
 /** The HTTP transport of one server: a request handler over the inbound layer. */
 class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
   readonly dispatcher: McpDispatcher;
@@ -88,6 +76,8 @@ class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
   private readonly path: string;
   private readonly guard: ReturnType<typeof createRequestGuard>;
   private readonly body: BodyReader;
+  /** Requests each principal has running (limits.http_in_flight_per_principal). */
+  private readonly flights: PrincipalFlights;
   private readonly removeUpdateListener: () => void;
 
   constructor(
@@ -114,6 +104,7 @@ class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
       ),
     );
     const limits = this.inbound.limits;
+    this.flights = new PrincipalFlights(limits.httpInFlightPerPrincipal, opts.refused);
     this.body = new BodyReader(
       opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
       (req, res, buf) => this.onBody(req, res, buf),
@@ -131,7 +122,7 @@ class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
       const verdict = this.guard(req.headers);
       if (verdict !== undefined) return this.refuse(req, res, verdict);
       const authenticate = this.opts.authenticate;
-      if (authenticate !== undefined && !(PRINCIPAL in req)) {
+      if (authenticate !== undefined && !isAuthenticated(req)) {
         const auth = authenticate(req);
         if (auth instanceof Promise)
           auth.then(
@@ -145,7 +136,7 @@ class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
         case 'POST':
           if (!isJsonContentType(req.headers['content-type']))
             return this.refuse(req, res, wireError('unsupported_media_type'));
-          this.body.read(req, res, (req as AuthedRequest)[PRINCIPAL] ?? '');
+          this.body.read(req, res, principalOf(req) ?? '');
           return;
         case 'GET':
           return handleGet(this, req, res);
@@ -197,7 +188,7 @@ class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
       req.resume();
       return;
     }
-    (req as AuthedRequest)[PRINCIPAL] = verdict.principal;
+    setPrincipal(req, verdict.principal);
     this.handle(req, res);
   }
 
@@ -266,11 +257,22 @@ class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
         return accepted(res);
       case 'listen':
         return this.listen(req, res, decision.msg, decision.scope);
-      case 'request':
+      case 'request': {
+        const full = this.flights.take(decision.scope.principal, 1);
+        if (full !== undefined) return sendError(res, full, decision.msg.id, retryAfter(full));
         return this.answer(req, res, decision);
-      case 'batch':
-        this.batch(req, res, decision).catch((err: unknown) => this.internalFailure(res, err));
+      }
+      case 'batch': {
+        // Counted by members, as on stdio; held until the batch's answer is out.
+        const { principal } = decision.scope;
+        const n = decision.members.length;
+        const full = this.flights.take(principal, n);
+        if (full !== undefined) return sendError(res, full, null, retryAfter(full));
+        this.batch(req, res, decision)
+          .catch((err: unknown) => this.internalFailure(res, err))
+          .finally(() => this.flights.release(principal, n));
         return;
+      }
     }
   }
 
@@ -298,22 +300,33 @@ class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
     const { msg, scope } = decision;
     const session = scope.session as LegacySession | undefined;
     const channel = new PostResponseChannel(res, req, session, this.dispatcher.flow, true, msg.id);
-    const out = this.inbound.dispatch(decision, channel);
+    let out: Promise<string>;
+    try {
+      out = this.inbound.dispatch(decision, channel);
+    } catch (err) {
+      this.flights.release(scope.principal, 1);
+      throw err;
+    }
     if (session !== undefined && this.sessions.shared !== undefined) {
       this.answerShared(req, res, decision, channel, out).catch((err: unknown) =>
         this.internalFailure(res, err),
       );
       return;
     }
+    // The call ended, however it did: its place is given back before anything else can fail.
     out.then(
       (json) => {
+        this.flights.release(scope.principal, 1);
         try {
           this.reply(req, res, scope, channel, json);
         } catch (err) {
           this.internalFailure(res, err);
         }
       },
-      (err: unknown) => this.internalFailure(res, err),
+      (err: unknown) => {
+        this.flights.release(scope.principal, 1);
+        this.internalFailure(res, err);
+      },
     );
   }
 
@@ -325,7 +338,12 @@ class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
     channel: PostResponseChannel,
     pending: Promise<string>,
   ): Promise<void> {
-    const out = await pending;
+    let out: string;
+    try {
+      out = await pending;
+    } finally {
+      this.flights.release(decision.scope.principal, 1);
+    }
     const refused = await this.commit(decision.scope.session as LegacySession);
     if (refused !== undefined && !channel.streaming)
       return sendError(res, refused, decision.msg.id);
@@ -405,6 +423,10 @@ class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
         supported: LEGACY_PROTOCOL_VERSIONS.join(', '),
       });
     return session;
+  }
+
+  principalOf(req: IncomingMessage): string | undefined {
+    return principalOf(req);
   }
 
   sessionOf(req: IncomingMessage, res: ServerResponse): LegacySession | undefined {

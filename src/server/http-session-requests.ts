@@ -8,7 +8,7 @@ import type { EntryKind } from '../registry/types.js';
 import { wireError } from '../errors.js';
 import { resumeNotFound } from './resumable.js';
 import type { McpDispatcher } from './dispatcher.js';
-import { headerOf, sendError } from './http-reply.js';
+import { headerOf, retryAfter, sendError } from './http-reply.js';
 import { serializeNotification } from './jsonrpc.js';
 import type { LegacySession } from './legacy-sessions.js';
 import { ALL_KINDS, LIST_CHANGED_METHOD, type ListChangedFanout } from './list-changed.js';
@@ -20,6 +20,8 @@ export interface SessionRequests {
   readonly sessions: SessionLayer;
   readonly fanout: ListChangedFanout;
   readonly dispatcher: McpDispatcher;
+  /** Who is asking (authenticated already), if anyone in particular. */
+  principalOf(req: IncomingMessage): string | undefined;
   /** The request's session, or undefined once the refusal was sent. */
   sessionOf(req: IncomingMessage, res: ServerResponse): LegacySession | undefined;
   internalFailure(res: ServerResponse, err: unknown): void;
@@ -38,12 +40,27 @@ export function handleGet(t: SessionRequests, req: IncomingMessage, res: ServerR
     return sendError(res, wireError('get_without_session'), null, { Allow: 'POST' });
   if (!(req.headers.accept ?? '').includes('text/event-stream'))
     return sendError(res, wireError('not_acceptable'));
+  if (headerOf(req, 'last-event-id') !== undefined && resumeRefused(t, req, res)) return;
   const shared = t.sessions.shared;
   if (shared === undefined) return openGet(t, req, res);
   shared.load(sid).then(
     () => openGet(t, req, res),
     (err: unknown) => t.internalFailure(res, err),
   );
+}
+
+/**
+ * A resumption replays what the stream kept (up to limits.streams.buffer_bytes) and may be
+ * repeated at will, so each one takes a token of the principal's rate limit (limits.rate.principal)
+ * like a POSTed request; refused with 429 and Retry-After. True when refused (answered).
+ */
+function resumeRefused(t: SessionRequests, req: IncomingMessage, res: ServerResponse): boolean {
+  const refusal = t.dispatcher.flow.takeRate(t.principalOf(req), undefined);
+  if (refusal === undefined) return false;
+  const { limit, retryAfterMs } = refusal;
+  const error = wireError('rate_limited', { limit, retryAfterMs }, { limit, retryAfterMs });
+  sendError(res, error, null, retryAfter(error));
+  return true;
 }
 
 function openGet(t: SessionRequests, req: IncomingMessage, res: ServerResponse): void {

@@ -32,6 +32,11 @@ export interface ServerLimits {
   requestIdLength: number;
   /** Requests of the stdio peer running at once (a flood of lines must not queue without bound). */
   stdioInFlight: number;
+  /**
+   * HTTP requests of one principal running at once (a batch counts its members), from dispatch
+   * to the call's end, per process.
+   */
+  httpInFlightPerPrincipal: number;
   /** Characters of the tool or prompt name a `tools/call` or `prompts/get` names. */
   nameLength: number;
   /** POST body bytes one principal may have arriving at once, over all its requests (HTTP). */
@@ -57,6 +62,7 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
   requestIdLength: 256,
   nameLength: 256,
   stdioInFlight: 1_000,
+  httpInFlightPerPrincipal: 1_000,
   bodyBytesPerPrincipal: 32 * 1024 * 1024,
   bodyBytesTotal: 256 * 1024 * 1024,
   jsonDepth: 256,

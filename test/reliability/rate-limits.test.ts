@@ -2,7 +2,8 @@
  * Rate limits and the notice bounds against a real hub with token authentication (issue 12,
  * item 2): a principal past its bucket gets HTTP 429 with Retry-After and a JSON-RPC error with
  * `data.retryAfterMs` while another principal is served; a per-tool override by glob; stdio
- * gets the same error; a call's log messages are cut and rate-limited, with one warning.
+ * gets the same error; a call's log messages are cut and rate-limited, with one warning; a GET
+ * resuming an event stream (Last-Event-ID) takes a token like a request.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -12,6 +13,7 @@ import {
   connectWithToken,
   createSession,
   makeHubDir,
+  rawPost,
   type HubDir,
   type Issued,
 } from '../helpers/auth-hub.js';
@@ -331,5 +333,100 @@ describe('rate limits over stdio', () => {
     } finally {
       child.kill();
     }
+  });
+});
+
+describe('SSE resumption (Last-Event-ID) and the rate limit', () => {
+  it("takes a token of the principal's bucket per resumption: a loop is refused 429, B served", async (t) => {
+    await sleep(1000);
+    const D = createSession([
+      '--config',
+      config,
+      '--data',
+      dir.data,
+      '--agent',
+      'A',
+      '--url',
+      hub.url,
+    ]);
+    const auth = { authorization: `Bearer ${D.token}` };
+    const init = await rawPost(
+      hub.url,
+      {
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-11-25',
+          capabilities: {},
+          clientInfo: { name: 'r', version: '1' },
+        },
+      },
+      auth,
+    );
+    const sid = init.headers.get('mcp-session-id')!;
+    const session = { ...auth, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
+    // A call whose answer comes as a resumable event stream: read its priming event, then go.
+    const gone = new AbortController();
+    const call = await fetch(hub.url, {
+      method: 'POST',
+      signal: gone.signal,
+      headers: {
+        ...session,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'chatty', arguments: {} },
+      }),
+    });
+    const reader = call.body!.getReader();
+    let head = '';
+    while (!/^id: (\S+)$/m.test(head))
+      head += new TextDecoder().decode((await reader.read()).value);
+    const lastEventId = /^id: (\S+)$/m.exec(head)![1]!;
+    gone.abort();
+    await sleep(200);
+    const resume = async (): Promise<{
+      status: number;
+      retryAfter: string | null;
+      text: string;
+    }> => {
+      const stop = new AbortController();
+      const res = await fetch(hub.url, {
+        signal: stop.signal,
+        headers: { ...session, accept: 'text/event-stream', 'last-event-id': lastEventId },
+      });
+      // A replay is not read to its end: the client goes and comes back, as in the attack.
+      const text = res.status === 200 ? '' : await res.text();
+      stop.abort();
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), text };
+    };
+    assert.equal((await resume()).status, 200, 'a resumption replays the stream');
+    const honest = await honestB();
+    // 80 resumptions, 10 at a time: past the burst (40) and 20 a second, they are refused.
+    const answers: Awaited<ReturnType<typeof resume>>[] = [];
+    const t0 = performance.now();
+    for (let round = 0; round < 8; round++)
+      answers.push(...(await Promise.all(Array.from({ length: 10 }, resume))));
+    const seconds = (performance.now() - t0) / 1000;
+    const h = await honest.stop();
+    const refused = answers.filter((a) => a.status === 429);
+    const letThrough = answers.length - refused.length;
+    t.diagnostic(
+      `${letThrough} resumptions let through, ${refused.length} refused in ${seconds.toFixed(2)} s`,
+    );
+    assert.ok(letThrough <= 40 + Math.ceil(20 * seconds) + 1, `${letThrough} let through`);
+    assert.ok(refused.length >= 20, `${refused.length} refused`);
+    const r = refused[0]!;
+    const error = (JSON.parse(r.text) as { error: NonNullable<Answer['error']> }).error;
+    assert.equal(error.code, -32029);
+    assert.match(error.message, /rate limit limits\.rate\.principal reached; retry in \d+ ms/);
+    assert.equal(r.retryAfter, '1');
+    assert.deepEqual(h.errors, [], 'B is not refused');
+    assert.ok(h.n > 0);
   });
 });
