@@ -18,7 +18,12 @@ export interface FlowLimitsConfig {
     parked_bytes_per_principal?: number;
     parked_bytes_total?: number;
   };
-  notices?: { message_bytes?: number; per_second?: number; burst?: number };
+  notices?: {
+    message_bytes?: number;
+    per_second?: number;
+    burst?: number;
+    list_changed_interval_ms?: number;
+  };
   rate?: {
     principal?: RateRuleConfig;
     tool?: RateRuleConfig;
@@ -43,6 +48,7 @@ export interface FlowSettings {
   noticeBytes?: number;
   noticesPerSecond?: number;
   noticeBurst?: number;
+  listChangedIntervalMs?: number;
   ratePrincipal?: RateRule;
   rateTool?: RateRule;
   rateTools?: { glob: string; rule: RateRule }[];
@@ -68,6 +74,8 @@ export function flowSettingsOf(section: FlowLimitsConfig | undefined): FlowSetti
   if (notices?.message_bytes !== undefined) out.noticeBytes = notices.message_bytes;
   if (notices?.per_second !== undefined) out.noticesPerSecond = notices.per_second;
   if (notices?.burst !== undefined) out.noticeBurst = notices.burst;
+  if (notices?.list_changed_interval_ms !== undefined)
+    out.listChangedIntervalMs = notices.list_changed_interval_ms;
   const principal = ruleOf(rate?.principal);
   if (principal !== undefined) out.ratePrincipal = principal;
   const tool = ruleOf(rate?.tool);

@@ -14,7 +14,7 @@ export abstract class OwnedEntries<E extends Owned> {
   constructor(
     protected readonly kind: EntryKind,
     /** Told of every change, so listeners hear of it (once per batch). */
-    protected readonly changed: (kind: EntryKind) => void,
+    protected readonly changed: (kind: EntryKind, owner: string, previous?: string) => void,
   ) {}
 
   /** The key an entry is stored under (its name, or its URI or template). */
@@ -29,7 +29,7 @@ export abstract class OwnedEntries<E extends Owned> {
     const entry = this.entries.get(key);
     if (!entry || (owner !== undefined && entry.owner !== owner)) return false;
     this.entries.delete(key);
-    this.changed(this.kind);
+    this.changed(this.kind, entry.owner);
     return true;
   }
 
@@ -38,7 +38,7 @@ export abstract class OwnedEntries<E extends Owned> {
     for (const [key, entry] of this.entries) {
       if (owner === undefined || entry.owner === owner) {
         this.entries.delete(key);
-        this.changed(this.kind);
+        this.changed(this.kind, entry.owner);
       }
     }
   }
@@ -51,7 +51,7 @@ export abstract class OwnedEntries<E extends Owned> {
   restore(entries: readonly E[]): void {
     for (const e of entries) {
       this.entries.set(this.keyOf(e), e);
-      this.changed(this.kind);
+      this.changed(this.kind, e.owner);
     }
   }
 

@@ -7,7 +7,7 @@ import type { CallContext, OwnerFilter, PromptEntry, PromptInfo, PromptResult } 
 
 export class PromptShelf extends OwnedEntries<PromptEntry> {
   constructor(private readonly events: RegistryEvents) {
-    super('prompts', (kind) => events.changed(kind));
+    super('prompts', (kind, owner, previous) => events.changed(kind, owner, previous));
   }
 
   protected keyOf(entry: PromptEntry): string {
@@ -18,7 +18,7 @@ export class PromptShelf extends OwnedEntries<PromptEntry> {
   set(entry: PromptEntry): string | undefined {
     const was = this.entries.get(entry.name)?.owner;
     this.entries.set(entry.name, entry);
-    this.changed(this.kind);
+    this.changed(this.kind, entry.owner, was);
     return was;
   }
 

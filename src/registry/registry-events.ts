@@ -4,7 +4,8 @@
  * registry.ts holds only what is registered.
  */
 import { HandlerError, RegistryError, type HandlerKind } from './errors.js';
-import type { CallContext, EntryKind } from './types.js';
+import { OwnerChanges } from './owner-changes.js';
+import type { CallContext, EntryKind, OwnerFilter } from './types.js';
 
 export type ChangeListener = (kinds: ReadonlySet<EntryKind>) => void;
 /** Told when a resource's content changed (`mcp.resource_updated`), for its subscribers. */
@@ -23,6 +24,7 @@ export class RegistryEvents {
   private pending = new Set<EntryKind>();
   /** Bumped on every change of a kind; views cache against it. */
   readonly versions: Record<EntryKind, number> = { tools: 0, prompts: 0, resources: 0 };
+  private readonly owners = new OwnerChanges();
 
   onChange(listener: ChangeListener): () => void {
     this.listeners.add(listener);
@@ -105,11 +107,19 @@ export class RegistryEvents {
     if (this.batchDepth === 0) this.flush();
   }
 
-  /** Records a change of `kind`: told to the listeners now, or when the open batch ends. */
-  changed(kind: EntryKind): void {
-    this.versions[kind]++;
+  /**
+   * Records a change of `kind` by `owner` (`previous`: the owner it took an entry from): told to
+   * the listeners now, or when the open batch ends.
+   */
+  changed(kind: EntryKind, owner?: string, previous?: string): void {
+    this.owners.record(kind, ++this.versions[kind], owner, previous);
     this.pending.add(kind);
     if (this.batchDepth === 0) this.flush();
+  }
+
+  /** Whether an entry of `kind` that `filter` shows changed after `version` (see OwnerChanges). */
+  changedSince(kind: EntryKind, version: number, filter: OwnerFilter): boolean {
+    return this.owners.since(kind, version, filter);
   }
 
   private flush(): void {

@@ -89,6 +89,11 @@ export class Registry {
     return this.events.onChange(listener);
   }
 
+  /** Whether an entry of `kind` that `filter` shows changed after `versions[kind]` was `version`. */
+  changedSince(kind: EntryKind, version: number, filter: OwnerFilter): boolean {
+    return this.events.changedSince(kind, version, filter);
+  }
+
   onHandlerError(listener: HandlerErrorListener): () => void {
     return this.events.onHandlerError(listener);
   }
@@ -178,9 +183,10 @@ export class Registry {
     if (spec.outputSchema !== undefined) info.outputSchema = spec.outputSchema;
     if (spec.annotations !== undefined) info.annotations = spec.annotations;
     if (spec.icons !== undefined) info.icons = spec.icons;
-    this.tookOver('tool', spec.name, this.tools.get(spec.name)?.entry.owner, owner);
+    const was = this.tools.get(spec.name)?.entry.owner;
+    this.tookOver('tool', spec.name, was, owner);
     this.tools.set(spec.name, { entry: { ...spec, owner }, info, validate });
-    this.events.changed('tools');
+    this.events.changed('tools', owner, was);
   }
 
   /** Removes a tool; with `owner`, only when that owner holds it. Returns whether it existed. */
@@ -188,7 +194,7 @@ export class Registry {
     const slot = this.tools.get(name);
     if (!slot || (owner !== undefined && slot.entry.owner !== owner)) return false;
     this.tools.delete(name);
-    this.events.changed('tools');
+    this.events.changed('tools', slot.entry.owner);
     return true;
   }
 
@@ -361,7 +367,7 @@ export class Registry {
       for (const [name, slot] of this.tools) {
         if (owner === undefined || slot.entry.owner === owner) {
           this.tools.delete(name);
-          this.events.changed('tools');
+          this.events.changed('tools', slot.entry.owner);
         }
       }
       this.prompts.removeOwner(owner);
@@ -386,7 +392,7 @@ export class Registry {
       this.reset(owner);
       for (const slot of snapshot.tools) {
         this.tools.set(slot.entry.name, slot);
-        this.events.changed('tools');
+        this.events.changed('tools', slot.entry.owner);
       }
       this.prompts.restore(snapshot.prompts);
       this.resources.restore(snapshot.resources);

@@ -19,7 +19,7 @@ import type {
 
 export class ResourceShelf extends OwnedEntries<ResourceEntry> {
   constructor(private readonly events: RegistryEvents) {
-    super('resources', (kind) => events.changed(kind));
+    super('resources', (kind, owner, previous) => events.changed(kind, owner, previous));
   }
 
   protected keyOf(entry: ResourceEntry): string {
@@ -30,12 +30,13 @@ export class ResourceShelf extends OwnedEntries<ResourceEntry> {
     if (!spec.uriTemplate) {
       throw new RegistryError('invalid_definition', 'a resource needs a non-empty URI or template');
     }
+    const was = this.entries.get(spec.uriTemplate)?.owner;
     this.entries.set(spec.uriTemplate, {
       ...spec,
       owner,
       isTemplate: isTemplate(spec.uriTemplate),
     });
-    this.changed(this.kind);
+    this.changed(this.kind, owner, was);
   }
 
   /** The entry registered under exactly `uriOrTemplate`, if the view shows it. */

@@ -15,6 +15,8 @@ export const DEFAULT_STDIO_BUFFER_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_NOTICE_BYTES = 64 * 1024;
 export const DEFAULT_NOTICES_PER_SECOND = 100;
 export const DEFAULT_NOTICE_BURST = 200;
+/** The shortest time between two list_changed deliveries of a transport (coalescing window). */
+export const DEFAULT_LIST_CHANGED_INTERVAL_MS = 100;
 
 export interface FlowOptions {
   streamBufferBytes?: number;
@@ -25,6 +27,7 @@ export interface FlowOptions {
   noticeBytes?: number;
   noticesPerSecond?: number;
   noticeBurst?: number;
+  listChangedIntervalMs?: number;
   ratePrincipal?: RateRule;
   rateTool?: RateRule;
   rateTools?: readonly { glob: string; rule: RateRule }[];
@@ -52,6 +55,8 @@ export class FlowLimits {
   readonly noticeBytes: number;
   readonly noticesPerSecond: number;
   readonly noticeBurst: number;
+  /** `limits.notices.list_changed_interval_ms` (list-changed.ts). */
+  readonly listChangedIntervalMs: number;
   /** Undefined when no rate limit is configured: the hot path then checks one field. */
   readonly rate: RateLimiter | undefined;
   /** Counts a refusal (set by the operations layer when metrics are on). */
@@ -66,6 +71,7 @@ export class FlowLimits {
     this.noticeBytes = opts.noticeBytes ?? DEFAULT_NOTICE_BYTES;
     this.noticesPerSecond = opts.noticesPerSecond ?? DEFAULT_NOTICES_PER_SECOND;
     this.noticeBurst = opts.noticeBurst ?? DEFAULT_NOTICE_BURST;
+    this.listChangedIntervalMs = opts.listChangedIntervalMs ?? DEFAULT_LIST_CHANGED_INTERVAL_MS;
     const rate = new RateLimiter({
       principal: opts.ratePrincipal,
       tool: opts.rateTool,

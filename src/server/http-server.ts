@@ -89,7 +89,7 @@ class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
     this.path = opts.path ?? '/mcp';
     this.guard = createRequestGuard(opts);
     this.sessions = opts.sessions ?? new LegacySessionStore(opts);
-    this.fanout = new ListChangedFanout(registry, opts);
+    this.fanout = new ListChangedFanout(registry, opts, this.dispatcher.flow.listChangedIntervalMs);
     this.listens = new Listens(
       this.fanout,
       this.dispatcher.serverInfo,

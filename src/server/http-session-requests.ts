@@ -103,7 +103,7 @@ function openGet(t: SessionRequests, req: IncomingMessage, res: ServerResponse):
     kinds: ALL_KINDS,
     principal: session.principal,
     sessionId: session.id,
-    deliver: (kind) => stream.send(LEGACY_NOTES[kind]),
+    deliver: (kind) => stream.note(kind, LEGACY_NOTES[kind]),
   });
   leave = t.sessions.shared?.openStream(session);
 }

@@ -1,9 +1,16 @@
 /**
  * list_changed fan-out: one registry listener that tells every open notification channel (2025
  * session GET streams, 2026 `subscriptions/listen` streams, the stdio peer) which lists changed.
+ *
+ * Coalesced: the first change after a quiet spell goes out at once, and the changes of the next
+ * `limits.notices.list_changed_interval_ms` go out together at its end (one notification per
+ * kind and channel), so a plugin registering and removing in a loop costs each channel a few
+ * writes a second, not one per change. Nothing is lost: a change always has a notification
+ * sent at or after it, so a client that refetches a list on the last one sees the final list.
  */
 import type { Registry } from '../registry/registry.js';
 import type { EntryKind } from '../registry/types.js';
+import { DEFAULT_LIST_CHANGED_INTERVAL_MS } from './flow-limits.js';
 
 export const LIST_CHANGED_METHOD: Readonly<Record<EntryKind, string>> = {
   tools: 'notifications/tools/list_changed',
@@ -40,9 +47,24 @@ export class ListChangedFanout {
   private readonly sinks = new Set<ChangeSink>();
   private readonly unsubscribe: () => void;
   private readonly viewChanged: FanoutOptions['viewChanged'];
+  private readonly intervalMs: number;
+  /** Kinds changed since the last delivery, waiting for the end of the interval. */
+  private pending = new Set<EntryKind>();
+  /** Runs while an interval is open (a delivery was made less than `intervalMs` ago). */
+  private timer: NodeJS.Timeout | undefined;
+  private readonly tick = (): void => {
+    this.timer = undefined;
+    this.flush();
+  };
 
-  constructor(registry: Registry, opts: FanoutOptions = {}) {
+  constructor(
+    registry: Registry,
+    opts: FanoutOptions = {},
+    /** The shortest time between two deliveries (`limits.notices.list_changed_interval_ms`). */
+    intervalMs = DEFAULT_LIST_CHANGED_INTERVAL_MS,
+  ) {
     this.viewChanged = opts.viewChanged;
+    this.intervalMs = intervalMs;
     const offRegistry = registry.onChange((kinds) => this.publish(kinds));
     const offViews = opts.viewEvents?.((kinds) => this.publish(kinds));
     this.unsubscribe = () => {
@@ -62,7 +84,26 @@ export class ListChangedFanout {
     };
   }
 
+  /**
+   * Kinds changed: delivered now when no interval is open, else at its end with whatever else
+   * changed meanwhile.
+   */
   publish(kinds: ReadonlySet<EntryKind>): void {
+    for (const kind of kinds) this.pending.add(kind);
+    if (this.timer === undefined) this.flush();
+  }
+
+  /** Delivers what is pending and opens the next interval (none when nothing was pending). */
+  private flush(): void {
+    if (this.pending.size === 0) return;
+    const kinds = this.pending;
+    this.pending = new Set();
+    this.timer = setTimeout(this.tick, this.intervalMs);
+    this.timer.unref();
+    this.deliver(kinds);
+  }
+
+  private deliver(kinds: ReadonlySet<EntryKind>): void {
     for (const sink of this.sinks) {
       for (const kind of kinds) {
         if (!sink.kinds.has(kind)) continue;
@@ -77,6 +118,9 @@ export class ListChangedFanout {
   }
 
   close(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.pending.clear();
     this.unsubscribe();
     this.sinks.clear();
   }

@@ -90,6 +90,11 @@ export function listenFrames(
 /** Where one subscription's frames go. */
 export interface ListenWriter {
   send(json: string): void;
+  /**
+   * Sends a list_changed of `kind`, coalesced with one still waiting for the client (HTTP:
+   * `SseStream.note`); without it, `send`.
+   */
+  note?(kind: EntryKind, json: string): void;
   /** Ends the subscription's stream (HTTP); a no-op where the output is shared (stdio). */
   end(): void;
 }
@@ -203,7 +208,12 @@ export class Listens {
       );
     }
     removers.push(
-      this.fanout.add({ kinds, principal, deliver: (kind) => writer.send(frames.notes[kind]) }),
+      this.fanout.add({
+        kinds,
+        principal,
+        deliver: (kind) =>
+          writer.note ? writer.note(kind, frames.notes[kind]) : writer.send(frames.notes[kind]),
+      }),
     );
     this.open.add(sub);
     this.count(principal, 1);

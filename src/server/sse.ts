@@ -8,6 +8,8 @@ import { DEFAULT_STREAM_BUFFER_BYTES, type FlowLimits } from './flow-limits.js';
 export class SseStream {
   private readonly res: ServerResponse;
   private onClose: (() => void) | undefined;
+  /** Notes written and not yet flushed, by key: the newest one asked for meanwhile, if any. */
+  private notes: Map<string, string | undefined> | undefined;
   closed = false;
 
   constructor(
@@ -34,12 +36,40 @@ export class SseStream {
 
   /** Sends one JSON-RPC message (already serialised) as a `message` event. */
   send(json: string): void {
-    if (this.closed) return;
-    if (this.res.writableLength > (this.flow?.streamBufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES)) {
-      this.cutOff();
+    if (!this.writable()) return;
+    this.res.write('event: message\ndata: ' + json + '\n\n');
+  }
+
+  /**
+   * Sends a notification that only says "`key` changed" (a list_changed): while one of the same
+   * key is written and not yet taken by the socket, another would tell the client nothing new,
+   * so it is sent once that one is, and only once however many came meanwhile. A client that
+   * stops reading thus has at most one such event per key waiting, not one per change.
+   */
+  note(key: string, json: string): void {
+    const waiting = (this.notes ??= new Map());
+    if (waiting.has(key)) {
+      waiting.set(key, json);
       return;
     }
-    this.res.write('event: message\ndata: ' + json + '\n\n');
+    if (!this.writable()) return;
+    waiting.set(key, undefined);
+    this.res.write('event: message\ndata: ' + json + '\n\n', (err) => {
+      const again = waiting.get(key);
+      waiting.delete(key);
+      if (err == null && again !== undefined) this.note(key, again);
+    });
+  }
+
+  /** Whether a write may go out now; a reader too far behind is cut off here. */
+  private writable(): boolean {
+    // A response the client already dropped: a write would only make an error to throw away.
+    if (this.closed || this.res.destroyed || this.res.writableEnded) return false;
+    if (this.res.writableLength > (this.flow?.streamBufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES)) {
+      this.cutOff();
+      return false;
+    }
+    return true;
   }
 
   ping(): void {

@@ -158,7 +158,7 @@ class StdioTransport implements StdioServer, InboundFacts {
     this.principal = opts.principal;
     this.session = newSessionState(undefined);
     this.session.principal = opts.principal;
-    this.fanout = new ListChangedFanout(registry, opts);
+    this.fanout = new ListChangedFanout(registry, opts, this.dispatcher.flow.listChangedIntervalMs);
     this.listens = new Listens(
       this.fanout,
       this.dispatcher.serverInfo,

@@ -33,6 +33,8 @@ interface View {
 /** What a principal saw of one kind when last asked, and whether that was a change. */
 interface Seen {
   stamp: string;
+  /** The registry's version of the kind then. */
+  version: number;
   print: unknown;
   changed: boolean;
 }
@@ -74,13 +76,21 @@ export class Views {
   viewChanged(principal: string | undefined, kind: EntryKind): boolean {
     const key = principal ?? ANYONE;
     const view = this.view(principal);
-    const stamp = `${this.opts.registry.versions[kind]}/${this.generation}`;
+    const registry = this.opts.registry;
+    const version = registry.versions[kind];
+    const stamp = `${version}/${this.generation}`;
     const seen = this.seenOf(key);
     const last = seen[kind];
     if (last?.stamp === stamp) return last.changed;
     const print = this.fingerprint(kind, view.filter);
-    const changed = last === undefined || !samePrint(last.print, print);
-    seen[kind] = { stamp, print, changed };
+    // Several changes since the last look (the fan-out coalesces them): the principal may have
+    // listed a state between them, so an entry it sees that changed counts even when the list
+    // is the same at both looks.
+    const changed =
+      last === undefined ||
+      !samePrint(last.print, print) ||
+      (version - last.version > 1 && registry.changedSince(kind, last.version, view.filter));
+    seen[kind] = { stamp, version, print, changed };
     return changed;
   }
 
@@ -117,6 +127,7 @@ export class Views {
       for (const kind of KINDS) {
         seen[kind] = {
           stamp: `${this.opts.registry.versions[kind]}/${this.generation}`,
+          version: this.opts.registry.versions[kind],
           print: this.fingerprint(kind, view.filter),
           changed: false,
         };

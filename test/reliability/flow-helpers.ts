@@ -35,7 +35,8 @@ export function modernHeaders(name: string): Record<string, string> {
 }
 
 /**
- * POSTs `body` on a raw socket and stops reading right away: the hub's writes back up into its
+ * POSTs `body` (or, with `method` GET, asks for a 2025 session's stream) on a raw socket and
+ * stops reading right away: the hub's writes back up into its
  * own buffers. A paused socket does not notice that the hub dropped it; `drain()` reads again
  * and resolves with the bytes that came, once the connection ends (or after `timeoutMs`).
  */
@@ -43,14 +44,15 @@ export function nonReadingPost(
   url: string,
   body: string,
   headers: Record<string, string>,
+  method: 'POST' | 'GET' = 'POST',
 ): { socket: Socket; drain: (timeoutMs: number) => Promise<{ bytes: number; ended: boolean }> } {
   const u = new URL(url);
   const socket = connect(Number(u.port), u.hostname);
   const head = [
-    `POST ${u.pathname} HTTP/1.1`,
+    `${method} ${u.pathname} HTTP/1.1`,
     `Host: ${u.host}`,
     ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
-    `Content-Length: ${Buffer.byteLength(body)}`,
+    ...(method === 'GET' ? [] : [`Content-Length: ${Buffer.byteLength(body)}`]),
     '',
     '',
   ].join('\r\n');

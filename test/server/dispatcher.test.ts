@@ -216,6 +216,8 @@ describe('fan-out hook', () => {
       principal: 'all',
       deliver: (k) => got.push(`all:${k}`),
     });
+    // One batch: one change event naming both kinds, delivered at once.
+    r.beginBatch();
     r.addTool('x', {
       name: 'new',
       description: '',
@@ -228,7 +230,8 @@ describe('fan-out hook', () => {
       arguments: [],
       handler: async () => ({ messages: [] }),
     });
-    assert.deepEqual(got, ['all:tools', 'blind:prompts']);
+    r.endBatch();
+    assert.deepEqual(got, ['blind:prompts', 'all:tools']);
     fanout.close();
   });
 });

@@ -152,6 +152,31 @@ describe('views over a registry', () => {
     await source.close();
   });
 
+  it('after coalesced changes, reports a change between two looks whose lists match', async (t) => {
+    const { registry, source, views } = await setup();
+    // Closed whatever the outcome: an open watcher would keep the test process alive.
+    t.after(() => source.close());
+    views.filterFor('p:1');
+    views.filterFor('q:1');
+    // The fan-out looks once for several changes: Q may have listed b.tmp between them.
+    registry.addTool('b', tool('b.tmp'));
+    registry.removeTool('b.tmp');
+    assert.equal(views.viewChanged('q:1', 'tools'), true, 'Q saw b.tmp come and go');
+    assert.equal(views.viewChanged('p:1', 'tools'), false, 'P sees nothing of b');
+    // A batch is one event, but each change in it moves the version: the same holds.
+    registry.beginBatch();
+    registry.addPrompt('b', {
+      name: 'pr',
+      description: '',
+      arguments: [],
+      handler: async () => ({ messages: [] }),
+    });
+    registry.removePrompt('pr');
+    registry.endBatch();
+    assert.equal(views.viewChanged('q:1', 'prompts'), true, 'several changes of b');
+    assert.equal(views.viewChanged('p:1', 'prompts'), false);
+  });
+
   it('recomputes on a manifest edit and tells the fan-outs', async () => {
     const { registry, source, views, manifest } = await setup();
     views.filterFor('p:1');
