@@ -5,7 +5,7 @@
  */
 import type { Server } from 'node:http';
 import { openCluster, type Cluster } from '../cluster/index.js';
-import { workerSlot } from '../cluster/primary.js';
+import { workerAnswerKey, workerSlot } from '../cluster/primary.js';
 import type { resolveSettings } from '../config/settings.js';
 import type { createLogger } from '../log.js';
 import type { HttpServerOptions } from '../server/index.js';
@@ -27,6 +27,7 @@ export async function openServeCluster(
     worker: workerSlot() !== undefined,
     limits: s.cluster.limits.records,
     answers: s.cluster.limits.answers,
+    answerKey: workerAnswerKey(),
     commandTimeoutMs: s.cluster.limits.commandTimeoutMs,
     onError: (err, where) => logger.warn({ err, where }, 'cluster bus or store failure'),
   });

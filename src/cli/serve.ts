@@ -23,7 +23,7 @@ import type { CallEvent } from '../server/dispatcher.js';
 import type { SessionViews } from '../lua-api/index.js';
 import { performanceOptionsOf } from '../config/performance-config.js';
 import type { Cluster } from '../cluster/index.js';
-import { runPrimary, workerSlot } from '../cluster/primary.js';
+import { runPrimary, workerAnswerKey, workerSlot } from '../cluster/primary.js';
 import { announce, instanceHeaders, openServeCluster, sharedSessions } from './serve-cluster.js';
 import { bridgeResourceUpdates } from '../cluster/registry-bridge.js';
 import { Drain } from '../server/drain.js';
@@ -78,6 +78,8 @@ export async function serve(flags: ServeFlags, hooks: ServeHooks = {}): Promise<
   const logger = createLogger(flags.logLevel, { format: flags.logFormat });
   const s = checkedSettings(flags, logger);
   if (s.cluster.workers > 1 && workerSlot() === undefined) return servePrimary(flags, s, logger);
+  // A worker takes its answer key out of the environment before it starts anything.
+  workerAnswerKey();
   let access: Access | undefined = undefined;
   // limits.streams/notices/rate: one set of bounds for the transport and its dispatcher; the
   // per-tool rate limits hold inside `execute` scripts too.

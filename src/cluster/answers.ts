@@ -1,14 +1,26 @@
 /**
  * Server-to-client requests (sampling, elicitation, roots) whose answer may land on another
- * instance than the call waiting for it. The id of each request names its instance
- * (`moonhub-<instance>-<n>`); whichever instance receives the client's answer settles it when
- * it is its own, or forwards it on the bus to the owner's `answers.<instance>` channel. The owner
+ * instance than the call waiting for it. The id of each request names its instance and carries a
+ * tag (`moonhub-<instance>-<n>-<tag>`, the tag an HMAC of instance, number and session under the
+ * cluster's answer key); whichever instance receives the client's answer settles it when it is
+ * its own, or forwards it on the bus to the owner's `answers.<instance>` channel. The owner
  * accepts an answer only for a request it is waiting on, from the session it asked.
+ *
+ * Forwarding costs the cluster a copy of the answer per hop, so only answers that may be awaited
+ * cross: an id whose tag does not check (a forged id, or another session's) is refused where it
+ * lands, like a local unknown answer; each id is forwarded once per receiving instance; and an
+ * answer larger than `maxForwardBytes` crosses as an error that fails the waiting call at once.
  */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { MessageBus } from './bus.js';
 import { channels } from './topics.js';
 
-const ID = /^moonhub-([A-Za-z0-9]{1,32})-(\d{1,15})$/;
+/** The tag: 128 bits of HMAC-SHA256, 22 characters of base64url. */
+const TAG_BYTES = 16;
+const ID = /^moonhub-([A-Za-z0-9]{1,32})-(\d{1,15})-([A-Za-z0-9_-]{22})$/;
+
+/** Default `maxForwardBytes`: as `cluster.limits.max_event_bytes`, well under Redis's pub/sub buffer. */
+export const DEFAULT_MAX_FORWARD_BYTES = 1024 * 1024;
 
 export interface ClientAnswer {
   /** The JSON-RPC response as the client sent it (result or error). */
@@ -33,6 +45,11 @@ export interface AnswerRouterOptions {
   timeoutMs?: number;
   /** Requests waiting at once on this instance; more are refused (default 10,000). */
   maxPending?: number;
+  /**
+   * Bytes of an answer's JSON forwarded to another instance (default 1 MiB); a larger one
+   * crosses as an error naming the bound, so its call fails at once instead of timing out.
+   */
+  maxForwardBytes?: number;
 }
 
 export class AnswerRouter {
@@ -41,13 +58,22 @@ export class AnswerRouter {
   private readonly unsubscribe: () => void;
   private readonly timeoutMs: number;
   private readonly maxPending: number;
+  private readonly maxForwardBytes: number;
+  /** Ids forwarded from here (oldest first, at most `maxPending`): each crosses once. */
+  private readonly forwarded = new Set<string>();
+  /** The key tags are made with, and the one before it (Redis: a key lost and made again). */
+  private keys: Buffer[];
 
   constructor(
     private readonly bus: MessageBus,
     opts: AnswerRouterOptions = {},
+    /** The cluster's answer key (every instance must share it); random: this process alone. */
+    key: Uint8Array = randomBytes(32),
   ) {
     this.timeoutMs = opts.timeoutMs ?? 5 * 60_000;
     this.maxPending = opts.maxPending ?? 10_000;
+    this.maxForwardBytes = opts.maxForwardBytes ?? DEFAULT_MAX_FORWARD_BYTES;
+    this.keys = [Buffer.from(key)];
     this.unsubscribe = bus.subscribe(channels.answers(bus.instanceId), (d) => {
       const f = d as Forwarded;
       if (typeof f?.id === 'string' && typeof f.session === 'string')
@@ -59,11 +85,43 @@ export class AnswerRouter {
     return this.pending.size;
   }
 
+  /** The key new ids are tagged with. */
+  get key(): Buffer {
+    return this.keys[0]!;
+  }
+
+  /** A new answer key: new ids are tagged with it; tags of the previous one still check. */
+  rekey(key: Uint8Array): void {
+    if (this.keys[0]!.equals(key)) return;
+    this.keys = [Buffer.from(key), this.keys[0]!];
+  }
+
+  private tag(key: Buffer, instance: string, n: string, session: string): string {
+    return createHmac('sha256', key)
+      .update(`${instance}-${n}-${session}`)
+      .digest()
+      .subarray(0, TAG_BYTES)
+      .toString('base64url');
+  }
+
+  /**
+   * Whether `tag` was made by an instance of this cluster for this session's request. Compared
+   * as text: another spelling of the same bits (base64's spare bits) would be another id.
+   */
+  private checks(instance: string, n: string, session: string, tag: string): boolean {
+    const given = Buffer.from(tag);
+    return this.keys.some((k) =>
+      timingSafeEqual(given, Buffer.from(this.tag(k, instance, n, session))),
+    );
+  }
+
   /** A new request id and the promise of its answer, for a request sent to `session`'s client. */
   open(session: string, signal?: AbortSignal): { id: string; answer: Promise<ClientAnswer> } {
     if (this.pending.size >= this.maxPending)
       throw new Error(`too many requests waiting for a client's answer (${this.maxPending})`);
-    const id = `moonhub-${this.bus.instanceId}-${++this.next}`;
+    const n = String(++this.next);
+    const tag = this.tag(this.keys[0]!, this.bus.instanceId, n, session);
+    const id = `moonhub-${this.bus.instanceId}-${n}-${tag}`;
     const answer = new Promise<ClientAnswer>((resolve, reject) => {
       const timer = setTimeout(
         () => this.fail(id, new Error(`no answer from the client in ${this.timeoutMs} ms`)),
@@ -80,7 +138,8 @@ export class AnswerRouter {
 
   /**
    * A client's answer arrived here. Returns 'settled' (ours), 'forwarded' (another instance's)
-   * or 'unknown' (not an id we make, or none of ours is waiting for it).
+   * or 'unknown' (not an id made for this session, or none of ours is waiting for it, or one
+   * forwarded already).
    */
   deliver(
     id: unknown,
@@ -89,12 +148,29 @@ export class AnswerRouter {
   ): 'settled' | 'forwarded' | 'unknown' {
     if (typeof id !== 'string') return 'unknown';
     const m = ID.exec(id);
-    if (m === null) return 'unknown';
+    if (m === null || !this.checks(m[1]!, m[2]!, session, m[3]!)) return 'unknown';
     if (m[1] === this.bus.instanceId)
       return this.settle(id, session, { message }) ? 'settled' : 'unknown';
-    const f: Forwarded = { id, session, message };
+    // A replayed answer would cost the owner's instance a copy each time: one crosses.
+    if (this.forwarded.has(id)) return 'unknown';
+    if (this.forwarded.size >= this.maxPending)
+      this.forwarded.delete(this.forwarded.values().next().value!);
+    this.forwarded.add(id);
+    const f: Forwarded = { id, session, message: this.bounded(message) };
     this.bus.publish(channels.answers(m[1]!), f);
     return 'forwarded';
+  }
+
+  /** The answer, or the error that stands for it when it is too large to forward. */
+  private bounded(message: ClientAnswer['message']): ClientAnswer['message'] {
+    const bytes = Buffer.byteLength(JSON.stringify(message) ?? '');
+    if (bytes <= this.maxForwardBytes) return message;
+    return {
+      error: {
+        code: -32602,
+        message: `the client's answer (${bytes} bytes) is larger than ${this.maxForwardBytes} bytes, the most another instance is sent (cluster.limits.max_forwarded_answer_bytes)`,
+      },
+    };
   }
 
   private settle(id: string, session: string, answer: ClientAnswer): boolean {

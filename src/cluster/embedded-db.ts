@@ -26,6 +26,18 @@ CREATE TABLE IF NOT EXISTS stream_events (
   PRIMARY KEY (stream, seq)
 );
 CREATE INDEX IF NOT EXISTS stream_events_at ON stream_events (at);
+CREATE TABLE IF NOT EXISTS stream_log (
+  stream     TEXT PRIMARY KEY,
+  principal  TEXT NOT NULL,
+  bytes      INTEGER NOT NULL,
+  at         INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS stream_log_at ON stream_log (at);
+CREATE INDEX IF NOT EXISTS stream_log_principal ON stream_log (principal, at);
+CREATE TABLE IF NOT EXISTS stream_log_bytes (
+  who    TEXT PRIMARY KEY,
+  bytes  INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS buckets (
   key      TEXT PRIMARY KEY,
   tokens   REAL NOT NULL,

@@ -4,6 +4,7 @@
  * same session (a subscription here, a log level there) do not lose each other's write.
  */
 import type Database from 'better-sqlite3';
+import { EmbeddedEventLog } from './embedded-events.js';
 import {
   checkStream,
   recordLimits,
@@ -28,12 +29,14 @@ export class EmbeddedRecords implements SessionRecordStore {
   private readonly touched = new Map<string, number>();
   /** idle/20 within 1-5 s: a write per session that often at most, not one per request. */
   private readonly touchEveryMs: number;
+  private readonly events: EmbeddedEventLog;
 
   constructor(
     private readonly db: Database.Database,
     limits: Partial<RecordLimits> = {},
   ) {
     this.limits = recordLimits(limits);
+    this.events = new EmbeddedEventLog(db, this.limits);
     this.touchEveryMs = Math.max(1000, Math.min(5000, Math.floor(this.limits.idleTimeoutMs / 20)));
     this.sweeper = setInterval(() => this.sweep(Date.now()), 30_000);
     this.sweeper.unref();
@@ -44,7 +47,7 @@ export class EmbeddedRecords implements SessionRecordStore {
     this.db
       .prepare('DELETE FROM proto_sessions WHERE last_seen < ?')
       .run(now - this.limits.idleTimeoutMs);
-    this.db.prepare('DELETE FROM stream_events WHERE at < ?').run(now - this.limits.eventTtlMs);
+    this.events.sweep(now);
   }
 
   private read(id: string): ProtocolSessionRecord | undefined {
@@ -201,34 +204,19 @@ export class EmbeddedRecords implements SessionRecordStore {
       .all(principal);
   }
 
-  async appendEvent(stream: string, seq: number, data: string): Promise<void> {
+  async appendEvent(stream: string, seq: number, data: string, principal = ''): Promise<void> {
     checkStream(stream);
-    const now = Date.now();
-    // Too large to keep: a row without data marks the gap, so a replay says it is incomplete.
-    const kept = Buffer.byteLength(data) <= this.limits.maxEventBytes ? data : null;
-    this.db.transaction(() => {
-      this.db
-        .prepare('INSERT OR REPLACE INTO stream_events (stream, seq, data, at) VALUES (?, ?, ?, ?)')
-        .run(stream, seq, kept, now);
-      this.db
-        .prepare('DELETE FROM stream_events WHERE stream = ? AND seq <= ?')
-        .run(stream, seq - this.limits.maxEventsPerStream);
-    })();
+    this.events.append(stream, seq, data, principal);
   }
 
   async eventsAfter(stream: string, afterSeq: number): Promise<EventReplay | undefined> {
     checkStream(stream);
-    const rows = this.db
-      .prepare<[string, number], { seq: number; data: string | null }>(
-        'SELECT seq, data FROM stream_events WHERE stream = ? AND at >= ? ORDER BY seq',
-      )
-      .all(stream, Date.now() - this.limits.eventTtlMs);
-    return replayOf(rows, afterSeq);
+    return this.events.after(stream, afterSeq);
   }
 
   async dropStream(stream: string): Promise<void> {
     checkStream(stream);
-    this.db.prepare('DELETE FROM stream_events WHERE stream = ?').run(stream);
+    this.events.drop(stream);
   }
 
   async markAlive(instance: string, ttlMs: number): Promise<void> {
@@ -258,26 +246,4 @@ export function applyPatch(rec: ProtocolSessionRecord, patch: SessionPatch): voi
     if (v === null) delete rec[key];
     else (rec as unknown as Record<string, unknown>)[key] = v;
   }
-}
-
-/**
- * The replay of a stream from its kept events: those after `afterSeq`, and whether any event
- * in between was dropped (evicted by the count bound, or too large to keep).
- */
-export function replayOf(
-  rows: { seq: number; data: string | null }[],
-  afterSeq: number,
-): EventReplay | undefined {
-  if (rows.length === 0) return undefined;
-  let expected = afterSeq + 1;
-  let complete = rows[0]!.seq <= expected;
-  const head = rows.find((r) => r.data !== null)?.data ?? undefined;
-  const events: EventReplay['events'] = [];
-  for (const r of rows) {
-    if (r.seq <= afterSeq) continue;
-    if (r.seq !== expected || r.data === null) complete = false;
-    expected = r.seq + 1;
-    if (r.data !== null) events.push({ seq: r.seq, data: r.data });
-  }
-  return head === undefined ? { events, complete } : { events, complete, head };
 }

@@ -10,6 +10,7 @@
  * The session records and counters are opened on first use, so a hub that never needs them
  * makes no file and no Redis key.
  */
+import { randomBytes } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import type { MessageBus } from './bus.js';
 import { LocalBus, newInstanceId } from './local-bus.js';
@@ -39,6 +40,11 @@ export interface ClusterOptions {
   limits?: Partial<RecordLimits>;
   /** Bounds of requests waiting for a client's answer (`cluster.limits`). */
   answers?: AnswerRouterOptions;
+  /**
+   * `--workers` without Redis: the answer key the primary gave every worker. With Redis the
+   * instances share one kept there; a single process makes its own.
+   */
+  answerKey?: Uint8Array | undefined;
   /** `cluster.limits.command_timeout_ms` (redis.ts). */
   commandTimeoutMs?: number | undefined;
   onError?: (err: unknown, where: string) => void;
@@ -70,6 +76,7 @@ export async function openCluster(opts: ClusterOptions): Promise<Cluster> {
   const busError = (err: unknown, channel: string) => onError(err, `bus channel ${channel}`);
   let redis: Redis | undefined;
   let bus: MessageBus;
+  let answerKey = opts.answerKey;
   if (opts.redis !== undefined) {
     bus = await RedisBus.open({
       url: opts.redis,
@@ -83,8 +90,10 @@ export async function openCluster(opts: ClusterOptions): Promise<Cluster> {
         name: `moonhub-${instanceId}-state`,
         commandTimeoutMs: opts.commandTimeoutMs,
       });
+      answerKey = await sharedAnswerKey(redis, namespace);
     } catch (err) {
       await bus.close();
+      if (redis !== undefined) await closeRedis(redis);
       throw err;
     }
   } else if (opts.worker === true) bus = new IpcBus(instanceId, busError);
@@ -93,7 +102,8 @@ export async function openCluster(opts: ClusterOptions): Promise<Cluster> {
   let db: Database.Database | undefined;
   let records: SessionRecordStore | undefined;
   let counters: SharedCounters | undefined;
-  const answers = new AnswerRouter(bus, opts.answers);
+  const answers = new AnswerRouter(bus, opts.answers, answerKey);
+  const rekey = redis === undefined ? undefined : keepAnswerKey(redis, namespace, answers, onError);
   return {
     mode,
     instanceId,
@@ -114,12 +124,53 @@ export async function openCluster(opts: ClusterOptions): Promise<Cluster> {
       return (counters = new EmbeddedCounters(db));
     },
     async close() {
+      clearInterval(rekey);
       answers.close();
       await Promise.allSettled([records?.close(), counters?.close(), bus.close()]);
       if (redis !== undefined) await closeRedis(redis);
       db?.close();
     },
   };
+}
+
+/** How often an instance re-reads the shared answer key (a Redis that lost it gets it back). */
+const ANSWER_KEY_CHECK_MS = 10_000;
+
+/**
+ * The answer key every instance on this Redis shares (`<namespace>:answer-key`): the first
+ * instance makes it. Trusted like the rest of Redis: whoever can write there can forge ids.
+ */
+async function sharedAnswerKey(
+  redis: Redis,
+  namespace: string,
+  mine: Buffer = randomBytes(32),
+): Promise<Buffer> {
+  const key = `${namespace}:answer-key`;
+  await redis.set(key, mine.toString('base64'), 'NX');
+  const text = await redis.get(key);
+  if (text === null) throw new Error(`the answer key ${key} vanished from Redis`);
+  return Buffer.from(text, 'base64');
+}
+
+/**
+ * Re-reads the key on a timer: a Redis restarted empty gets the key of the first instance to
+ * look (ours, written back), and instances that made another meanwhile take it up; ids tagged
+ * with the previous key still check (AnswerRouter.rekey).
+ */
+function keepAnswerKey(
+  redis: Redis,
+  namespace: string,
+  answers: AnswerRouter,
+  onError: (err: unknown, where: string) => void,
+): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    sharedAnswerKey(redis, namespace, answers.key).then(
+      (k) => answers.rekey(k),
+      (err: unknown) => onError(err, 'the shared answer key'),
+    );
+  }, ANSWER_KEY_CHECK_MS);
+  timer.unref();
+  return timer;
 }
 
 export type { MessageBus, BusHandler } from './bus.js';

@@ -2,11 +2,13 @@
  * The bus between the `--workers` of one machine: each worker sends its messages to the cluster
  * primary over the IPC channel node:cluster already keeps, and the primary relays them to every
  * other worker. Nothing to install; the primary does no other work, so the relay costs one IPC
- * hop each way.
+ * hop each way. A message for one instance (`answers.<instance>`) goes to that worker alone,
+ * named by the hello each worker sends first; to no one when no live worker is that instance.
  */
 import type { Worker } from 'node:cluster';
 import { HandlerTable, checkChannel, type BusHandler, type MessageBus } from './bus.js';
 import { newInstanceId } from './local-bus.js';
+import { addresseeOf } from './topics.js';
 
 /** The envelope on the IPC channel; the tag keeps it apart from node:cluster's own messages. */
 interface Envelope {
@@ -20,6 +22,11 @@ interface Envelope {
 
 interface Ack {
   moonhubBusAck: number;
+}
+
+/** A worker's first message: the instance id it uses on the bus. */
+interface Hello {
+  moonhubBusHello: string;
 }
 
 /** How long a worker waits for the primary's acknowledgement of a relayed message. */
@@ -60,6 +67,8 @@ export class IpcBus implements MessageBus {
       throw new Error('the IPC bus needs a process started by node:cluster (no IPC channel)');
     this.table = new HandlerTable(onError);
     process.on('message', this.onMessage);
+    // Before any message of ours: the primary knows which worker an addressed message is for.
+    process.send({ moonhubBusHello: instanceId } satisfies Hello);
   }
 
   get live(): boolean {
@@ -126,18 +135,42 @@ export class IpcBus implements MessageBus {
 }
 
 /**
- * The primary's side: relays each worker's bus messages to every other live worker. Call it
- * once per forked worker. Returns the number of messages relayed so far (for tests and logs).
+ * The primary's side: relays each worker's bus messages to every other live worker, or to the
+ * one worker a message is addressed to. `add` each forked worker once.
  */
-export function relayBus(worker: Worker, workers: () => Iterable<Worker>): void {
-  worker.on('message', (m: unknown) => {
-    if (!isEnvelope(m)) return;
-    for (const other of workers()) {
-      if (other === worker || !other.isConnected()) continue;
-      other.send(m);
+export class BusRelay {
+  /** Live workers by the instance id each announced. */
+  private readonly byInstance = new Map<string, Worker>();
+
+  constructor(private readonly workers: () => Iterable<Worker>) {}
+
+  add(worker: Worker): void {
+    let instance: string | undefined;
+    worker.on('message', (m: unknown) => {
+      const hello = (m as Hello | null)?.moonhubBusHello;
+      if (typeof hello === 'string') {
+        instance = hello;
+        this.byInstance.set(hello, worker);
+      } else if (isEnvelope(m)) this.relay(worker, m);
+    });
+    worker.on('exit', () => {
+      if (instance !== undefined && this.byInstance.get(instance) === worker)
+        this.byInstance.delete(instance);
+    });
+  }
+
+  private relay(from: Worker, m: Envelope): void {
+    const to = addresseeOf(m.c);
+    if (to === undefined) {
+      for (const other of this.workers()) {
+        if (other === from || !other.isConnected()) continue;
+        other.send(m);
+      }
+    } else {
+      const other = this.byInstance.get(to);
+      if (other !== undefined && other !== from && other.isConnected()) other.send(m);
     }
     // Handed to every other worker's channel before the publisher hears back (publishConfirmed).
-    if (m.a !== undefined && worker.isConnected())
-      worker.send({ moonhubBusAck: m.a } satisfies Ack);
-  });
+    if (m.a !== undefined && from.isConnected()) from.send({ moonhubBusAck: m.a } satisfies Ack);
+  }
 }

@@ -8,11 +8,14 @@
  * It serves nothing itself.
  */
 import cluster, { type Worker } from 'node:cluster';
+import { randomBytes } from 'node:crypto';
 import { constants } from 'node:os';
 import type { Logger } from '../log.js';
-import { relayBus } from './ipc-bus.js';
+import { BusRelay } from './ipc-bus.js';
 
 export const WORKER_ENV = 'MOONHUB_WORKER';
+/** The cluster's answer key (cluster/answers.ts), base64; a worker takes it out of its env. */
+const ANSWER_KEY_ENV = 'MOONHUB_ANSWER_KEY';
 /** A worker that lived this long resets the restart backoff. */
 const HEALTHY_MS = 30_000;
 const MAX_BACKOFF_MS = 10_000;
@@ -38,12 +41,15 @@ export async function runPrimary(opts: PrimaryOptions): Promise<void> {
   let backoff = 100;
   let announced = false;
   const listening = new Set<number>();
+  const relay = new BusRelay(() => live);
+  // Every worker tags its requests' ids with this key and checks the answers' tags with it.
+  const answerKey = randomBytes(32).toString('base64');
 
   const fork = (slot: number): void => {
     const started = Date.now();
-    const worker = cluster.fork({ [WORKER_ENV]: String(slot) });
+    const worker = cluster.fork({ [WORKER_ENV]: String(slot), [ANSWER_KEY_ENV]: answerKey });
     live.add(worker);
-    relayBus(worker, () => live);
+    relay.add(worker);
     worker.on('listening', (address) => {
       listening.add(slot);
       logger.info({ worker: slot, pid: worker.process.pid }, 'worker listening');
@@ -108,6 +114,19 @@ export async function runPrimary(opts: PrimaryOptions): Promise<void> {
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
+}
+
+let answerKey: Buffer | undefined;
+
+/**
+ * A worker's answer key from the primary; undefined elsewhere. Taken out of the environment the
+ * first time, so nothing this process starts later (an upstream's command) inherits it.
+ */
+export function workerAnswerKey(): Buffer | undefined {
+  const text = process.env[ANSWER_KEY_ENV];
+  delete process.env[ANSWER_KEY_ENV];
+  if (text !== undefined && workerSlot() !== undefined) answerKey = Buffer.from(text, 'base64');
+  return answerKey;
 }
 
 /** This process is a worker of `serve --workers`: its slot (1..N), else undefined. */

@@ -6,11 +6,13 @@
  * `maxSessions` and per-principal bounds and oldest-idle eviction. Each change is
  * one Lua script, atomic on the server. A stream's events are a capped list with a TTL.
  */
-import { replayOf } from './embedded-records.js';
+import { replayOf } from './embedded-events.js';
 import type { Redis } from './redis.js';
 import {
   checkStream,
+  EVENT_OVERHEAD,
   recordLimits,
+  STREAM_OVERHEAD,
   type AdmitCaps,
   type Admission,
   type EventReplay,
@@ -90,10 +92,79 @@ redis.call('SADD', KEYS[2], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], redis.call('PTTL', KEYS[1]))
 return 'ok'`;
 
-const APPEND = `
-redis.call('RPUSH', KEYS[1], ARGV[1])
-redis.call('LTRIM', KEYS[1], -tonumber(ARGV[2]), -1)
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
+/*
+ * The shared event log's accounting: `ev-log` (every stream, scored by its last append, Redis
+ * time), `ev-size` (its bytes), `ev-owner` (its principal), `ev-byp:<principal>` (a principal's
+ * streams) and `ev-pbytes` (a principal's bytes); `ev-total` the bytes of all. FORGET drops one
+ * stream whole, list and accounting; the appends use it on the streams past their TTL and, past a
+ * bound, on the least recently written. PREFIX is the store's prefix.
+ */
+const FORGET_FN = `
+local function forget(prefix, s)
+  local size = tonumber(redis.call('HGET', prefix .. ':ev-size', s) or '0')
+  local p = redis.call('HGET', prefix .. ':ev-owner', s)
+  redis.call('DEL', prefix .. ':ev:' .. s)
+  redis.call('ZREM', prefix .. ':ev-log', s)
+  redis.call('HDEL', prefix .. ':ev-size', s)
+  redis.call('HDEL', prefix .. ':ev-owner', s)
+  redis.call('DECRBY', prefix .. ':ev-total', size)
+  if p then
+    redis.call('ZREM', prefix .. ':ev-byp:' .. p, s)
+    if redis.call('HINCRBY', prefix .. ':ev-pbytes', p, -size) <= 0 then
+      redis.call('HDEL', prefix .. ':ev-pbytes', p)
+    end
+  end
+end
+`;
+
+/*
+ * One event (KEYS: the stream's list, its principal's index). ARGV: item, max events, TTL, seq,
+ * stream, principal, total bound, per-principal bound, prefix, per-event and per-stream
+ * overhead. A later event of a stream the log no longer holds (expired, forgotten for a bound,
+ * delivered) is not kept: its start is gone, a resumption gets 404 as for an expired one.
+ */
+const APPEND = `${FORGET_FN}
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local item, maxEvents, ttl, seq = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local stream, principal, maxTotal, maxPer = ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
+local prefix, perEvent, perStream = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
+for _, s in ipairs(redis.call('ZRANGEBYSCORE', prefix .. ':ev-log', '-inf', now - ttl, 'LIMIT', 0, 100)) do
+  forget(prefix, s)
+end
+local known = redis.call('HEXISTS', prefix .. ':ev-size', stream) == 1
+if seq > 0 and not known then return 0 end
+local cost = #item + perEvent
+if not known then cost = cost + perStream end
+redis.call('RPUSH', KEYS[1], item)
+while redis.call('LLEN', KEYS[1]) > maxEvents do
+  cost = cost - #redis.call('LPOP', KEYS[1]) - perEvent
+end
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('HINCRBY', prefix .. ':ev-size', stream, cost)
+redis.call('HSET', prefix .. ':ev-owner', stream, principal)
+redis.call('ZADD', prefix .. ':ev-log', now, stream)
+redis.call('ZADD', KEYS[2], now, stream)
+local mine = redis.call('HINCRBY', prefix .. ':ev-pbytes', principal, cost)
+local total = redis.call('INCRBY', prefix .. ':ev-total', cost)
+while mine > maxPer do
+  local s = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  if not s then break end
+  forget(prefix, s)
+  mine = tonumber(redis.call('HGET', prefix .. ':ev-pbytes', principal) or '0')
+end
+total = tonumber(redis.call('GET', prefix .. ':ev-total') or '0')
+while total > maxTotal do
+  local s = redis.call('ZRANGE', prefix .. ':ev-log', 0, 0)[1]
+  if not s then break end
+  forget(prefix, s)
+  total = tonumber(redis.call('GET', prefix .. ':ev-total') or '0')
+end
+return 1`;
+
+/* A stream's events go (its answer was delivered). ARGV: prefix, stream. */
+const DROP = `${FORGET_FN}
+forget(ARGV[1], ARGV[2])
 return 1`;
 
 interface Scripts {
@@ -102,6 +173,7 @@ interface Scripts {
   mhTouch(...args: (string | number)[]): Promise<number>;
   mhSubscribe(...args: (string | number)[]): Promise<'ok' | 'full' | 'gone'>;
   mhAppend(...args: (string | number)[]): Promise<number>;
+  mhDropStream(...args: (string | number)[]): Promise<number>;
 }
 
 const FIELDS = [
@@ -132,7 +204,8 @@ export class RedisRecords implements SessionRecordStore {
     redis.defineCommand('mhUpdate', { numberOfKeys: 1, lua: UPDATE });
     redis.defineCommand('mhTouch', { numberOfKeys: 3, lua: TOUCH });
     redis.defineCommand('mhSubscribe', { numberOfKeys: 2, lua: SUBSCRIBE });
-    redis.defineCommand('mhAppend', { numberOfKeys: 1, lua: APPEND });
+    redis.defineCommand('mhAppend', { numberOfKeys: 2, lua: APPEND });
+    redis.defineCommand('mhDropStream', { numberOfKeys: 0, lua: DROP });
     this.r = redis as Redis & Scripts;
   }
 
@@ -261,14 +334,23 @@ export class RedisRecords implements SessionRecordStore {
     return live;
   }
 
-  async appendEvent(stream: string, seq: number, data: string): Promise<void> {
+  async appendEvent(stream: string, seq: number, data: string, principal = ''): Promise<void> {
     checkStream(stream);
     const kept = Buffer.byteLength(data) <= this.limits.maxEventBytes ? data : null;
     await this.r.mhAppend(
       `${this.prefix}:ev:${stream}`,
+      `${this.prefix}:ev-byp:${principal}`,
       JSON.stringify([seq, kept]),
       this.limits.maxEventsPerStream,
       this.limits.eventTtlMs,
+      seq,
+      stream,
+      principal,
+      this.limits.eventLogBytes,
+      this.limits.eventLogBytesPerPrincipal,
+      this.prefix,
+      EVENT_OVERHEAD,
+      STREAM_OVERHEAD,
     );
   }
 
@@ -284,7 +366,7 @@ export class RedisRecords implements SessionRecordStore {
 
   async dropStream(stream: string): Promise<void> {
     checkStream(stream);
-    await this.r.del(`${this.prefix}:ev:${stream}`);
+    await this.r.mhDropStream(this.prefix, stream);
   }
 
   async markAlive(instance: string, ttlMs: number): Promise<void> {

@@ -62,6 +62,14 @@ export interface RecordLimits {
   /** A stream's events are forgotten this long after its last event (default 10 min). */
   eventTtlMs: number;
   /**
+   * Bytes of the event log, every stream together, each event counting `EVENT_OVERHEAD` and each
+   * stream `STREAM_OVERHEAD` more (default 256 MiB): past it the streams written least recently
+   * are forgotten whole. A resumption of one gets 404, as for an expired one.
+   */
+  eventLogBytes: number;
+  /** The same for the streams of one principal's sessions (default 64 MiB). */
+  eventLogBytesPerPrincipal: number;
+  /**
    * An instance not refreshed for this long is dead (default 5 s, refreshed every fifth of it):
    * a stream resumed elsewhere then ends with `instance_lost` for the call it ran.
    */
@@ -81,6 +89,8 @@ export const DEFAULT_RECORD_LIMITS: Readonly<RecordLimits> = {
   maxEventsPerStream: 1000,
   maxEventBytes: 1024 * 1024,
   eventTtlMs: 10 * 60_000,
+  eventLogBytes: 256 * 1024 * 1024,
+  eventLogBytesPerPrincipal: 64 * 1024 * 1024,
   instanceTtlMs: 5000,
   sessionCacheMs: 5000,
 };
@@ -122,8 +132,12 @@ export interface SessionRecordStore {
   delete(id: string): Promise<boolean>;
   /** Ids of the sessions a principal opened (to end them when it is revoked). */
   sessionsOf(principal: string): Promise<string[]>;
-  /** Keeps one event of a stream (ids `<stream>_<seq>`, seq rising). */
-  appendEvent(stream: string, seq: number, data: string): Promise<void>;
+  /**
+   * Keeps one event of a stream (ids `<stream>_<seq>`, seq rising from 0), counted against the
+   * log's bounds and its `principal`'s. A later event of a stream the log no longer holds is
+   * not kept: its start is gone.
+   */
+  appendEvent(stream: string, seq: number, data: string, principal?: string): Promise<void>;
   /** The kept events after `afterSeq`; undefined for a stream nothing is known of. */
   eventsAfter(stream: string, afterSeq: number): Promise<EventReplay | undefined>;
   /** Forgets a stream whose answer was delivered. */
@@ -134,6 +148,10 @@ export interface SessionRecordStore {
   isAlive(instance: string): Promise<boolean>;
   close(): Promise<void>;
 }
+
+/** What one kept event counts beyond its bytes, and one stream beyond its events. */
+export const EVENT_OVERHEAD = 64;
+export const STREAM_OVERHEAD = 1024;
 
 export function recordLimits(over: Partial<RecordLimits> = {}): RecordLimits {
   const out = { ...DEFAULT_RECORD_LIMITS, ...over };

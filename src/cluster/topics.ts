@@ -39,6 +39,11 @@ export const channels = {
   answers: (instanceId: string) => `answers.${instanceId}`,
 } as const;
 
+/** The instance a channel is addressed to (`answers.<instance>`); undefined: every process. */
+export function addresseeOf(channel: string): string | undefined {
+  return channel.startsWith('answers.') ? channel.slice('answers.'.length) : undefined;
+}
+
 export function publishTopic<T extends TopicName>(
   bus: MessageBus,
   topic: T,

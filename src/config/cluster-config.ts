@@ -17,6 +17,9 @@ export interface ClusterLimitsConfig {
   session_cache_ms?: number;
   answer_timeout_ms?: number;
   max_waiting_answers?: number;
+  max_forwarded_answer_bytes?: number;
+  event_log_bytes?: number;
+  event_log_bytes_per_principal?: number;
   command_timeout_ms?: number;
 }
 
@@ -30,8 +33,10 @@ export interface ClusterLimitSettings {
     eventTtlMs?: number;
     instanceTtlMs?: number;
     sessionCacheMs?: number;
+    eventLogBytes?: number;
+    eventLogBytesPerPrincipal?: number;
   };
-  answers: { timeoutMs?: number; maxPending?: number };
+  answers: { timeoutMs?: number; maxPending?: number; maxForwardBytes?: number };
   /** How long a Redis command may wait for its answer (cluster/redis.ts; undefined: default). */
   commandTimeoutMs: number | undefined;
 }
@@ -49,5 +54,10 @@ export function clusterLimitsOf(c: ClusterLimitsConfig | undefined): ClusterLimi
   if (c?.session_cache_ms !== undefined) records.sessionCacheMs = c.session_cache_ms;
   if (c?.answer_timeout_ms !== undefined) answers.timeoutMs = c.answer_timeout_ms;
   if (c?.max_waiting_answers !== undefined) answers.maxPending = c.max_waiting_answers;
+  if (c?.max_forwarded_answer_bytes !== undefined)
+    answers.maxForwardBytes = c.max_forwarded_answer_bytes;
+  if (c?.event_log_bytes !== undefined) records.eventLogBytes = c.event_log_bytes;
+  if (c?.event_log_bytes_per_principal !== undefined)
+    records.eventLogBytesPerPrincipal = c.event_log_bytes_per_principal;
   return { records, answers, commandTimeoutMs: c?.command_timeout_ms };
 }

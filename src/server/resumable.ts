@@ -37,7 +37,8 @@ const MAX_EVENTS = 1000;
 export interface StreamMirror {
   /**
    * One event (`final`: the request's answer); seq 0 with an empty frame is the priming one.
-   * `request` is the id of the request the stream answers.
+   * `request` is the id of the request the stream answers; `principal` whom its session is
+   * (the log's per-principal bound).
    */
   event(
     stream: string,
@@ -45,6 +46,7 @@ export interface StreamMirror {
     frame: string,
     final: boolean,
     request: JsonRpcId | undefined,
+    principal: string,
   ): void;
   /** The answer reached a client: the kept events may go. */
   delivered(stream: string): void;
@@ -95,7 +97,7 @@ export class ResumableStream implements Parkable {
   /** The priming event: an id to resume from, and when to reconnect. */
   prime(retryMs: number): void {
     this.res?.write(`id: ${this.id}_0\nretry: ${retryMs}\ndata: \n\n`);
-    this.owner.mirror?.event(this.id, 0, '', false, this.request);
+    this.owner.mirror?.event(this.id, 0, '', false, this.request, this.principal);
   }
 
   /** Sends one message (kept until the answer is delivered). */
@@ -110,7 +112,7 @@ export class ResumableStream implements Parkable {
       (this.events.length > MAX_EVENTS || this.keptChars > this.maxKeptBytes)
     )
       this.keptChars -= this.events.shift()!.frame.length;
-    this.owner.mirror?.event(this.id, seq, frame, final, this.request);
+    this.owner.mirror?.event(this.id, seq, frame, final, this.request, this.principal);
     if (this.res !== undefined) this.res.write(frame);
     else this.owner.grew(this);
   }

@@ -65,7 +65,7 @@ export class SharedStreams {
   /** The mirror of one session's resumable streams. */
   forSession(session: string): StreamMirror {
     return {
-      event: (stream, seq, frame, final, request) =>
+      event: (stream, seq, frame, final, request, principal) =>
         this.event(
           {
             session,
@@ -76,16 +76,17 @@ export class SharedStreams {
           stream,
           seq,
           final,
+          principal,
         ),
       delivered: (stream) => this.delivered(stream),
     };
   }
 
-  private event(base: Kept, stream: string, seq: number, final: boolean) {
+  private event(base: Kept, stream: string, seq: number, final: boolean, principal: string) {
     const kept: Kept = final ? { ...base, final } : base;
     const frame = kept.frame;
     this.records
-      .appendEvent(stream, seq, JSON.stringify(kept))
+      .appendEvent(stream, seq, JSON.stringify(kept), principal)
       .catch((err: unknown) => this.onError?.(err, 'stream event append'));
     // The priming event (no data) is kept only so the stream is known before its first event.
     if (frame === '') return;

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { LocalBus } from '../../src/cluster/local-bus.js';
 import { RedisBus } from '../../src/cluster/redis-bus.js';
-import { relayBus } from '../../src/cluster/ipc-bus.js';
+import { BusRelay } from '../../src/cluster/ipc-bus.js';
 import { AnswerRouter } from '../../src/cluster/answers.js';
 import { onTopic, publishTopic } from '../../src/cluster/topics.js';
 import type { MessageBus } from '../../src/cluster/bus.js';
@@ -108,24 +108,60 @@ describe('redis bus', { skip: skipWithout('redis-server') }, () => {
 
   it('routes a client answer that lands on another instance to the waiting call', async () => {
     const [a, b] = [await open('moonhub:ans'), await open('moonhub:ans')];
-    const routerA = new AnswerRouter(a);
-    const routerB = new AnswerRouter(b);
+    const key = Buffer.alloc(32, 7);
+    const routerA = new AnswerRouter(a, {}, key);
+    const routerB = new AnswerRouter(b, { maxForwardBytes: 100 }, key);
+    const crossed: unknown[] = [];
+    a.subscribe(`answers.${a.instanceId}`, (d) => crossed.push(d));
     await Promise.all([(a as RedisBus).ready(), (b as RedisBus).ready()]);
     const { id, answer } = routerA.open('sess-1');
-    assert.match(id, new RegExp(`^moonhub-${a.instanceId}-\\d+$`));
-    // Another session's answer with the right id is ignored by the owner.
-    assert.equal(routerB.deliver(id, 'sess-2', { result: { action: 'decline' } }), 'forwarded');
+    assert.match(id, new RegExp(`^moonhub-${a.instanceId}-\\d+-[A-Za-z0-9_-]{22}$`));
+    // Another session's answer with the right id does not check where it lands.
+    assert.equal(routerB.deliver(id, 'sess-2', { result: { action: 'decline' } }), 'unknown');
     assert.equal(routerB.deliver(id, 'sess-1', { result: { action: 'accept' } }), 'forwarded');
     assert.deepEqual((await answer).message, { result: { action: 'accept' } });
+    // Sent again, it does not cross again.
+    assert.equal(routerB.deliver(id, 'sess-1', { result: { action: 'accept' } }), 'unknown');
     assert.equal(routerA.size, 0);
-    assert.equal(routerB.deliver('moonhub-zz!-1', 'sess-1', {}), 'unknown');
-    assert.equal(routerB.deliver(42, 'sess-1', {}), 'unknown');
+    // Forged: the old shape, a made-up tag, another spelling of the tag, another key's tag.
+    const [, n, tag] = /-(\d+)-(.{22})$/.exec(id)!;
+    const other = new AnswerRouter(b, {}, Buffer.alloc(32, 8));
+    const opened = other.open('sess-1');
+    opened.answer.catch(() => {});
+    const foreign = opened.id;
+    for (const forged of [
+      `moonhub-${a.instanceId}-${n}`,
+      `moonhub-${a.instanceId}-${n}-${'A'.repeat(22)}`,
+      `moonhub-${a.instanceId}-${n}-${tag!.slice(0, 21)}${tag!.endsWith('A') ? 'B' : 'A'}`,
+      foreign.replace(b.instanceId, a.instanceId),
+      'moonhub-zz!-1',
+      42,
+    ])
+      assert.equal(routerB.deliver(forged, 'sess-1', {}), 'unknown', String(forged));
+    // Too large to forward: the waiting call gets an error naming the bound at once.
+    const big = routerA.open('sess-1');
+    assert.equal(
+      routerB.deliver(big.id, 'sess-1', { result: { text: 'x'.repeat(200) } }),
+      'forwarded',
+    );
+    const got = (await big.answer).message as { error?: { message: string } };
+    assert.match(got.error?.message ?? '', /larger than 100 bytes.*max_forwarded_answer_bytes/);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(crossed.length, 2, 'one honest answer and one error crossed');
+    // A new key (Redis lost it): new ids use it, the previous key's still check.
+    const before = routerA.open('sess-1');
+    routerA.rekey(Buffer.alloc(32, 9));
+    routerB.rekey(Buffer.alloc(32, 9));
+    const after = routerA.open('sess-1');
+    assert.equal(routerB.deliver(before.id, 'sess-1', { result: {} }), 'forwarded');
+    assert.equal(routerB.deliver(after.id, 'sess-1', { result: {} }), 'forwarded');
+    await Promise.all([before.answer, after.answer]);
     const timed = new AnswerRouter(a, { timeoutMs: 50 });
     await assert.rejects(timed.open('s').answer, /no answer from the client in 50 ms/);
     const full = new AnswerRouter(a, { maxPending: 1 });
     void full.open('s').answer.catch(() => {});
     assert.throws(() => full.open('s'), /too many requests waiting/);
-    for (const r of [routerA, routerB, timed, full]) r.close();
+    for (const r of [routerA, routerB, other, timed, full]) r.close();
   });
 
   it('publishConfirmed resolves once Redis took the message; a lost subscriber is a gap, then live again', async () => {
@@ -174,7 +210,8 @@ describe('ipc bus between node:cluster workers', () => {
       silent: true,
     });
     const workers = [cluster.fork(), cluster.fork(), cluster.fork()];
-    for (const w of workers) relayBus(w, () => workers);
+    const relay = new BusRelay(() => workers);
+    for (const w of workers) relay.add(w);
     const reports = new Map<number, string[]>();
     for (const w of workers)
       w.on('message', (m: { report?: string[] }) => {
@@ -198,7 +235,8 @@ describe('ipc bus between node:cluster workers', () => {
       silent: true,
     });
     const workers = [cluster.fork(), cluster.fork()];
-    for (const w of workers) relayBus(w, () => workers);
+    const relay = new BusRelay(() => workers);
+    for (const w of workers) relay.add(w);
     const reports = new Map<number, string[]>();
     let confirmed: { confirmed: boolean; error?: string } | undefined;
     for (const w of workers)

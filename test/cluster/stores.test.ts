@@ -117,10 +117,10 @@ function recordContract(name: string, open: () => Open): void {
       const store = open()({ maxEventsPerStream: 5, maxEventBytes: 100 });
       const stream = 'st' + Math.random().toString(36).slice(2);
       assert.equal(await store.eventsAfter(stream, 0), undefined);
-      for (let seq = 1; seq <= 4; seq++) await store.appendEvent(stream, seq, `{"n":${seq}}`);
+      for (let seq = 0; seq <= 4; seq++) await store.appendEvent(stream, seq, `{"n":${seq}}`);
       assert.deepEqual(await store.eventsAfter(stream, 2), {
         complete: true,
-        head: '{"n":1}',
+        head: '{"n":0}',
         events: [
           { seq: 3, data: '{"n":3}' },
           { seq: 4, data: '{"n":4}' },
@@ -139,7 +139,67 @@ function recordContract(name: string, open: () => Open): void {
       assert.equal((await store.eventsAfter(stream, 9))?.complete, true);
       await store.dropStream(stream);
       assert.equal(await store.eventsAfter(stream, 0), undefined);
+      // A later event of a stream the log no longer holds does not bring a part of it back.
+      await store.appendEvent(stream, 13, '{"n":13}');
+      assert.equal(await store.eventsAfter(stream, 0), undefined);
       await assert.rejects(store.eventsAfter('../x y', 0), /bad stream id/);
+    });
+
+    it('bounds the log per principal and in all: the streams written least recently go whole', async () => {
+      const store = open()({
+        eventLogBytesPerPrincipal: 40 * 1024,
+        eventLogBytes: 60 * 1024,
+        eventTtlMs: 1500,
+      });
+      const tag = Math.random().toString(36).slice(2);
+      const ev = `"${'e'.repeat(4000)}"`;
+      // About 9.2 KiB each: two 4 KB events, the priming one, and what each counts beyond.
+      const write = async (name: string, principal: string) => {
+        await store.appendEvent(`${name}${tag}`, 0, '{}', principal);
+        await store.appendEvent(`${name}${tag}`, 1, ev, principal);
+        await store.appendEvent(`${name}${tag}`, 2, ev, principal);
+        await sleep(3); // one stream after another, as the log orders them
+      };
+      const kept = async (names: string[]) => {
+        const out: string[] = [];
+        for (const n of names)
+          if ((await store.eventsAfter(`${n}${tag}`, 0)) !== undefined) out.push(n);
+        return out;
+      };
+      for (const n of ['a1', 'a2', 'a3', 'a4']) await write(n, 'session:A');
+      assert.deepEqual(await kept(['a1', 'a2', 'a3', 'a4']), ['a1', 'a2', 'a3', 'a4']);
+      await write('a5', 'session:A');
+      assert.deepEqual(await kept(['a1', 'a2', 'a3', 'a4', 'a5']), ['a2', 'a3', 'a4', 'a5']);
+      // A later event of the forgotten stream is not kept: resuming it is a 404, not a part.
+      await store.appendEvent(`a1${tag}`, 3, ev, 'session:A');
+      assert.equal(await store.eventsAfter(`a1${tag}`, 0), undefined);
+      // Another principal's streams fit beside A's until the whole log is full: then the
+      // least recently written of anybody's go first.
+      for (const n of ['b1', 'b2']) await write(n, 'session:B');
+      assert.deepEqual(await kept(['a2', 'a3', 'b1', 'b2']), ['a2', 'a3', 'b1', 'b2']);
+      await write('b3', 'session:B');
+      assert.deepEqual(await kept(['a2', 'a3', 'a4', 'a5', 'b1', 'b2', 'b3']), [
+        'a3',
+        'a4',
+        'a5',
+        'b1',
+        'b2',
+        'b3',
+      ]);
+      // Streams past their TTL give their bytes back: six new streams fit without eviction.
+      await sleep(1600);
+      for (const n of ['c1', 'c2', 'c3', 'c4']) await write(n, 'session:C');
+      for (const n of ['d1', 'd2']) await write(n, 'session:D');
+      assert.deepEqual(await kept(['a5', 'b3', 'c1', 'c2', 'c3', 'c4', 'd1', 'd2']), [
+        'c1',
+        'c2',
+        'c3',
+        'c4',
+        'd1',
+        'd2',
+      ]);
+      await store.dropStream(`c1${tag}`);
+      assert.equal(await store.eventsAfter(`c1${tag}`, 0), undefined);
     });
 
     it('an instance is alive while it refreshes its liveness, dead once its TTL ran out', async () => {

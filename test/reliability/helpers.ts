@@ -42,12 +42,21 @@ export function rssMiB(pid: number): number {
   return m ? Number(m[1]) / 1024 : 0;
 }
 
+/** CPU time a process has used so far, user and system, in ms (Linux /proc, 10 ms ticks). */
+export function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The fields after the command name (which may hold spaces) start after the last ')'.
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+
 /** Latencies of an honest client calling `tool` in a loop until stopped. */
 export interface Honest {
   stop(): Promise<{
     count: number;
     errors: number;
     messages: string[];
+    p50: number;
     p99: number;
     max: number;
   }>;
@@ -88,7 +97,14 @@ export async function honestClient(url: string, tool: string): Promise<Honest> {
       const sorted = [...times].sort((a, b) => a - b);
       const at = (q: number) =>
         sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-      return { count: times.length, errors, messages, p99: at(0.99), max: sorted.at(-1) ?? 0 };
+      return {
+        count: times.length,
+        errors,
+        messages,
+        p50: at(0.5),
+        p99: at(0.99),
+        max: sorted.at(-1) ?? 0,
+      };
     },
   };
 }
