@@ -14,6 +14,7 @@ import {
   installApi,
   endForgottenBatches,
   settleUpstreams,
+  stopBackgroundTasks,
   type PluginLimits,
   type SessionViews,
 } from '../lua-api/index.js';
@@ -283,7 +284,7 @@ export class PluginHost {
     state: PluginRuntime,
     previous: LoadedPlugin | undefined,
   ): void {
-    previous?.state?.retire();
+    if (previous?.state) retire(previous.state);
     this.plugins.set(source.name, {
       source,
       state,
@@ -323,7 +324,7 @@ export class PluginHost {
     void settleUpstreams(this.opts.registry, name, undefined);
     this.opts.registry.reset(name);
     if (!p) return;
-    p.state?.retire();
+    if (p.state) retire(p.state);
     this.plugins.delete(name);
     this.opts.logger.info({ plugin: name }, 'plugin removed');
     this.emit({ type: 'removed', name });
@@ -382,6 +383,15 @@ export class PluginHost {
     if (source) await this.load(source);
     else if (this.plugins.get(name)?.source.dir === dir) this.unload(name);
   }
+}
+
+/**
+ * Retires a replaced or removed generation: it closes once its calls in flight end, and its
+ * tasks outside calls stop now (they kept it alive and acting beside its successor).
+ */
+function retire(state: PluginRuntime): void {
+  if (state instanceof LuaState) stopBackgroundTasks(state);
+  state.retire();
 }
 
 function describeLoadError(
