@@ -96,6 +96,8 @@ export class Access {
   private readonly directory: PrincipalDirectory;
   private readonly poller: NodeJS.Timeout;
   private storeVersion = -1;
+  /** Told when the sessions database changed (a revocation may end streams held elsewhere). */
+  private readonly sessionListeners = new Set<() => void>();
   private http: McpHttpHandler | undefined;
   /** With `cluster.redis`: the sessions database as a replica of the cluster's sessions. */
   private sync: SessionSync | undefined;
@@ -160,6 +162,7 @@ export class Access {
     const version = store.version();
     if (version === this.storeVersion) return;
     this.storeVersion = version;
+    for (const listener of this.sessionListeners) listener();
     const revoked = this.directory.dropRevokedSessions();
     if (revoked.length === 0) return;
     this.views.invalidate();
@@ -168,6 +171,15 @@ export class Access {
       const ended = this.http?.sessions.deleteWhere((s) => s.principal === principal) ?? 0;
       if (ended > 0) this.opts.logger.info({ principal, ended }, 'revoked session disconnected');
     }
+  }
+
+  /**
+   * Calls `listener` whenever the sessions database changes (checked every `pollMs`, 500 ms):
+   * the dashboard's live streams re-check their admin token then.
+   */
+  onSessionsChanged(listener: () => void): () => void {
+    this.sessionListeners.add(listener);
+    return () => this.sessionListeners.delete(listener);
   }
 
   /** The hub's endpoint, once listening: its URL (OAuth audience, metadata) and its sessions. */

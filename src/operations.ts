@@ -97,7 +97,15 @@ export async function startOperations(o: OperationsOptions): Promise<Operations>
     bufferBytes: settings.flow.streamBufferBytes,
   });
   if (w.cfg.dashboard) w.observers.push(live.observer);
-  w.closers.push(() => live.close());
+  // A revoked admin token's live stream is cut when the hub sees the revocation.
+  const unlisten = access.onSessionsChanged(() => {
+    const cut = live.recheck();
+    if (cut > 0) o.logger.info({ cut }, 'dashboard live streams of a revoked token cut');
+  });
+  w.closers.push(() => {
+    unlisten();
+    live.close();
+  });
   // A script's inner calls are seen like requests (metrics via="execute", audit, dashboard).
   if (w.observers.length > 0)
     hub.observeInnerCalls(observeInnerCalls(w.observers, w.cfg.auditTo !== undefined));

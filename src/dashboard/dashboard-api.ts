@@ -17,6 +17,7 @@ import type { LiveCalls } from '../observe/live-calls.js';
 import { requireAdmin, sendJson, type Route } from '../observe/operator-routes.js';
 import { packageVersion } from '../server/protocol.js';
 import { readJsonBody } from '../json-body.js';
+import { bearerToken } from '../auth/challenge.js';
 
 export const DASHBOARD_API = '/admin/dashboard/';
 const MAX_BODY = 4096;
@@ -156,7 +157,9 @@ export function dashboardApi(src: DashboardSources): Route {
       sendJson(res, 200, state(src));
     } else if (rest === 'calls' && req.method === 'GET') {
       req.resume();
-      if (!src.live.stream(res))
+      // The token passed requireAdmin; the stream lasts while it stays an admin's (recheck).
+      const token = bearerToken(req) ?? '';
+      if (!src.live.stream(res, () => src.isAdminToken(token)))
         sendJson(res, 503, { error: `at most ${src.live.maxViewers} live streams at once` });
     } else if (rest === 'reload' && req.method === 'POST') {
       reload(src, req, res);

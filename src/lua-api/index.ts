@@ -10,7 +10,7 @@ import { installLog } from './log.js';
 import { installRegistryApi, type SessionViews } from './mcp-registry.js';
 import { installProxyApi } from './proxy.js';
 import { installChilkat } from './chilkat.js';
-import { installTask } from './task.js';
+import { installTask, type TaskWatch } from './task.js';
 import { installVfs } from './vfs.js';
 import { installSecrets } from './secrets.js';
 import { installScriptApi } from './script-api.js';
@@ -39,6 +39,7 @@ export { luaContext } from './context.js';
 export { installScriptApi, type ScriptApiOptions } from './script-api.js';
 export { registryCaller, type ToolCaller } from './tool-caller.js';
 export { settleUpstreams } from './proxy.js';
+export { stopBackgroundTasks, type TaskWatch } from './task.js';
 export { DEFAULT_PLUGIN_LIMITS, resolvePluginLimits, type PluginLimits } from './plugin-limits.js';
 
 export interface ApiOptions {
@@ -54,6 +55,8 @@ export interface ApiOptions {
   settings?: Readonly<Record<string, unknown>>;
   /** The plugin's bounds (plugin_limits in the config); defaults when absent. */
   limits?: Partial<PluginLimits>;
+  /** Told as `task.spawn` tasks start and end (a worker: the hub keeps a hard stop for each). */
+  taskWatch?: TaskWatch;
 }
 
 export function installApi(state: LuaState, opts: ApiOptions): void {
@@ -100,6 +103,7 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
     caller: callerNow,
     root: () => opts.root,
     spawnPerCall: limits.spawnPerCall,
+    taskWatch: opts.taskWatch,
     // Per state, not per handler call: handler calls run at once as many as clients send, so a
     // per-call share would bound nothing; per state it bounds what the plugin makes the hub hold.
     limits: {

@@ -7,7 +7,7 @@ import type { CallLimits, LuaState } from '../lua/state.js';
 import { CallTracker, type CallTrackerLimits } from './call-tracker.js';
 import { installMcpCalls } from './mcp-calls.js';
 import { installNotice } from './notice.js';
-import { installTaskWaits } from './task.js';
+import { installTaskWaits, type TaskWatch } from './task.js';
 import type { ToolCaller } from './tool-caller.js';
 import { installTools } from './tools.js';
 
@@ -19,14 +19,23 @@ export interface ScriptApiOptions {
   limits?: CallTrackerLimits;
   /** Limits of each `task.spawn` coroutine (the time left to the script, its budget). */
   spawnLimits?: () => CallLimits;
-  /** `task.spawn` calls one call may make (plugin_limits.spawn_per_call; unlimited if absent). */
+  /**
+   * `task.spawn` calls one call may make, and tasks outside calls that may run at once
+   * (plugin_limits.spawn_per_call; unlimited if absent).
+   */
   spawnPerCall?: number;
+  /** Told as tasks start and end (a plugin's worker: the hub's hard stop for each). */
+  taskWatch?: TaskWatch;
 }
 
 export function installScriptApi(state: LuaState, opts: ScriptApiOptions): CallTracker {
   const tracker = new CallTracker(opts.caller, opts.limits);
   installMcpCalls(state, tracker, opts.caller, opts.root);
-  installTaskWaits(state, tracker, opts.spawnLimits ?? (() => ({})), opts.spawnPerCall);
+  installTaskWaits(state, tracker, {
+    limits: opts.spawnLimits,
+    perCall: opts.spawnPerCall,
+    watch: opts.taskWatch,
+  });
   installTools(state, tracker);
   installNotice(state, opts.caller);
   return tracker;

@@ -65,7 +65,8 @@ export class LiveCalls {
   private readonly errors: LiveCall[] = [];
   private callsAt = 0;
   private errorsAt = 0;
-  private readonly viewers = new Set<ServerResponse>();
+  /** Each viewer, with the check its credentials still pass (none: always). */
+  private readonly viewers = new Map<ServerResponse, (() => boolean) | undefined>();
   private nextId = 1;
   private readonly keep: number;
   private readonly keepErrors: number;
@@ -80,7 +81,7 @@ export class LiveCalls {
     this.bufferBytes = opts.bufferBytes ?? LIVE_DEFAULTS.bufferBytes;
     // Proxies drop a silent stream; a comment line every 15 s keeps it open.
     this.heartbeat = setInterval(() => {
-      for (const v of this.viewers) this.send(v, ': keep-alive\n\n');
+      for (const v of this.viewers.keys()) this.send(v, ': keep-alive\n\n');
     }, 15_000);
     this.heartbeat.unref();
   }
@@ -124,7 +125,7 @@ export class LiveCalls {
 
   private broadcast(event: string, call: LiveCall): void {
     const frame = `event: ${event}\ndata: ${JSON.stringify(shown(call))}\n\n`;
-    for (const v of this.viewers) this.send(v, frame);
+    for (const v of this.viewers.keys()) this.send(v, frame);
   }
 
   /**
@@ -151,8 +152,11 @@ export class LiveCalls {
     };
   }
 
-  /** Serves one viewer's stream; false (nothing written) when the viewers are at their bound. */
-  stream(res: ServerResponse): boolean {
+  /**
+   * Serves one viewer's stream; false (nothing written) when the viewers are at their bound.
+   * `allowed`: whether the viewer's credentials still hold (recheck() asks it).
+   */
+  stream(res: ServerResponse, allowed?: () => boolean): boolean {
     if (this.viewers.size >= this.maxViewers) return false;
     res.writeHead(200, {
       'Content-Type': 'text/event-stream',
@@ -160,14 +164,30 @@ export class LiveCalls {
       'X-Accel-Buffering': 'no',
     });
     res.write(': moonhub live calls\n\n');
-    this.viewers.add(res);
+    this.viewers.set(res, allowed);
     res.once('close', () => this.viewers.delete(res));
     return true;
   }
 
+  /**
+   * Cuts the streams whose viewer's credentials no longer hold (the sessions changed: an admin
+   * token revoked). Checked once, at connect, a revoked token's stream went on showing every
+   * call of every agent for as long as it stayed open.
+   */
+  recheck(): number {
+    let cut = 0;
+    for (const [v, allowed] of this.viewers) {
+      if (allowed === undefined || allowed()) continue;
+      this.viewers.delete(v);
+      v.destroy();
+      cut++;
+    }
+    return cut;
+  }
+
   close(): void {
     clearInterval(this.heartbeat);
-    for (const v of this.viewers) v.end();
+    for (const v of this.viewers.keys()) v.end();
     this.viewers.clear();
   }
 }

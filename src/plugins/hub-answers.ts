@@ -12,7 +12,7 @@ import type { CallContext, CallPeer, OwnerFilter } from '../registry/types.js';
 import { upstreamsOf } from '../upstream/manager.js';
 import type { ProxyOptions } from '../upstream/proxy.js';
 import { callerPart } from './remote-registry.js';
-import type { FromWorker, Origin, SyncRequest } from './worker-protocol.js';
+import type { FromWorker, Origin, SyncRequest, ToWorker } from './worker-protocol.js';
 
 export interface AnswerSource {
   registry: Registry;
@@ -141,6 +141,16 @@ export class HubAnswers {
         return registry.listResourceTemplates(view);
       case 'countResources':
         return registry.countResources(view);
+    }
+  }
+
+  /** Answers a request of the worker: the 'answer' message to send back, never a rejection. */
+  async answer(msg: Extract<FromWorker, { type: 'request' }>): Promise<ToWorker> {
+    try {
+      return { type: 'answer', id: msg.id, ok: true, value: await this.request(msg) };
+    } catch (err) {
+      const e = err as Error & { code?: string };
+      return { type: 'answer', id: msg.id, ok: false, error: e.message, code: e.code };
     }
   }
 

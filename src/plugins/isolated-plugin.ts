@@ -16,7 +16,10 @@ import { RegistryError } from '../registry/errors.js';
 import type { CallContext } from '../registry/types.js';
 import type { DirectPlugin } from './direct-port.js';
 import { HardStop } from './hard-stop.js';
+import { PluginTasks, type RunningTask } from './plugin-tasks.js';
 import {
+  FinishedContexts,
+  uncloneable,
   whatOf,
   workerSetupOf,
   type IsolatedPluginOptions,
@@ -32,7 +35,7 @@ import { RegistryMirror } from './mirror.js';
 import { ContextTable, DEFAULT_CONTEXT_TABLE_SIZE, callMessage } from './context-table.js';
 import type { FromWorker, ToWorker } from './worker-protocol.js';
 import { startWorker } from './worker-pool.js';
-import { encodeInvoke, jsonExact, markRaw, resultHead, type ResultHead } from './wire.js';
+import { encodeInvoke, invokeExact, markRaw, resultHead, type ResultHead } from './wire.js';
 
 export type { IsolatedPluginOptions } from './isolated-setup.js';
 export { WORKER_HEAP_MB } from './worker-pool.js';
@@ -52,10 +55,7 @@ export class IsolatedPlugin implements DirectPlugin {
   /** Not a Map: entries live a call each and hold its request (id-table.ts). */
   private readonly calls = new IdTable<Pending, number>();
   /** Finished calls' callers and views, for tasks that outlive them (oldest dropped first). */
-  private readonly finished = new Map<number, CallContext>();
-  /** The finished calls' ids in the order they finished (a ring of FINISHED_KEPT). */
-  private readonly finishedOrder: number[] = [];
-  private finishedAt = 0;
+  private readonly finished = new FinishedContexts(FINISHED_KEPT);
   /** What the worker registers, held until it has loaded, then mirrored into the registry. */
   private readonly mirror: RegistryMirror;
   private generation = 0;
@@ -69,16 +69,27 @@ export class IsolatedPlugin implements DirectPlugin {
     (msg) => this.post(msg),
     () => DEFAULT_TIMEOUT_MS + this.opts.graceMs,
   );
-  /** One timer for the hard stops of all the calls in flight (hard-stop.ts). */
+  /** One timer for the hard stops of all the calls and tasks in flight (hard-stop.ts). */
   private readonly hardStop = new HardStop(() => this.sweep());
+  /** The worker's tasks (task.spawn) running, each with its hard deadline. */
+  private readonly tasks: PluginTasks;
+  /** Fails the generation that is loading (its `ready`); undefined once it has loaded. */
+  private failLoad: ((err: Error) => void) | undefined;
   /** Execute runs' contexts by grant id (negative): direct calls act for them (direct-port.ts). */
   private readonly grants = new IdTable<CallContext, number>();
   private nextGrant = -1;
   /** The callers' contexts the worker holds, named by id in each call. */
   private readonly contexts: ContextTable;
+  /** A message that cannot be copied to the worker fails what waits on it (isolated-setup.ts). */
+  private readonly cannotSend = (msg: ToWorker | string, err: Error): void => {
+    const parts = { contexts: this.contexts, calls: this.calls, callbacks: this.callbacks };
+    if (typeof msg !== 'string')
+      uncloneable(msg, err, { ...parts, post: (m) => this.outbox.post(m) });
+  };
 
   private constructor(private readonly opts: IsolatedPluginOptions) {
     this.log = opts.logger;
+    this.tasks = new PluginTasks(opts.graceMs);
     this.contexts = new ContextTable(opts.contextTableSize ?? DEFAULT_CONTEXT_TABLE_SIZE, (msg) =>
       this.outbox.post(msg),
     );
@@ -133,7 +144,10 @@ export class IsolatedPlugin implements DirectPlugin {
   retire(): void {
     if (this.phase === 'closed') return;
     this.phase = 'retired';
-    if (this.calls.size === 0) this.close();
+    // What the old generation registers from now on would replace the new one's entries.
+    this.mirror.stop();
+    if (this.calls.size === 0) return this.close();
+    this.post({ type: 'retire' });
   }
 
   close(): void {
@@ -165,14 +179,16 @@ export class IsolatedPlugin implements DirectPlugin {
     // The setup is the worker's first message (it may have been started ahead, as a spare).
     worker.postMessage({ type: 'setup', setup }, [port2]);
     this.worker = worker;
-    this.outbox = new MessageBatch<ToWorker | string>(worker, (msg, err) => {
-      if (typeof msg !== 'string') this.uncloneable(msg, err);
-    });
+    this.outbox = new MessageBatch<ToWorker | string>(worker, this.cannotSend);
     this.contexts.clear();
     this.mirror.hold();
     const questions = (this.questions = new SyncQuestions(port1, flag, this.answers));
     this.ready = new Promise<void>((resolve, reject) => {
       const loadLimit = this.opts.loadTimeoutMs + this.opts.graceMs;
+      const fail = (this.failLoad = (err: Error) => {
+        clearTimeout(timer);
+        reject(err);
+      });
       const timer = setTimeout(() => {
         if (gen !== this.generation) return;
         this.kill(`the plugin's top level ran longer than its ${this.opts.loadTimeoutMs} ms limit`);
@@ -187,6 +203,7 @@ export class IsolatedPlugin implements DirectPlugin {
         try {
           if (msg.type === 'loaded') {
             this.memoryUsed = msg.memory ?? 0;
+            this.failLoad = undefined;
             clearTimeout(timer);
             if (this.activated) {
               this.mirror.applyHeld();
@@ -194,9 +211,9 @@ export class IsolatedPlugin implements DirectPlugin {
             }
             resolve();
           } else if (msg.type === 'failed') {
-            clearTimeout(timer);
+            this.failLoad = undefined;
             this.mirror.drop();
-            reject(msg.lua ? new LuaError(msg.message) : new Error(msg.message));
+            fail(msg.lua ? new LuaError(msg.message) : new Error(msg.message));
           } else this.onMessage(msg);
         } finally {
           questions.handled();
@@ -218,15 +235,13 @@ export class IsolatedPlugin implements DirectPlugin {
       });
       worker.on('error', (err) => {
         if (gen !== this.generation) return;
-        clearTimeout(timer);
         this.log.error({ err: err.message }, `plugin worker failed: ${err.message}`);
-        reject(new Error(`the plugin's worker failed: ${err.message}`));
+        fail(new Error(`the plugin's worker failed: ${err.message}`));
         this.restart(`its worker failed: ${err.message}`);
       });
       worker.on('exit', () => {
         if (gen !== this.generation || this.phase === 'closed') return;
-        clearTimeout(timer);
-        reject(new Error("the plugin's worker stopped"));
+        fail(new Error("the plugin's worker stopped"));
         this.restart('its worker stopped');
       });
     });
@@ -240,6 +255,7 @@ export class IsolatedPlugin implements DirectPlugin {
     void this.worker.terminate();
     this.questions.close();
     this.mirror.closeBatches();
+    this.tasks.clear();
     this.failAll(`the plugin was restarted: ${reason}`);
   }
 
@@ -277,7 +293,28 @@ export class IsolatedPlugin implements DirectPlugin {
       if (c.deadline <= now) return this.overran(id);
       if (c.deadline < next) next = c.deadline;
     }
+    const task = this.tasks.check(now);
+    if (typeof task !== 'number') return this.taskOverran(task);
+    next = Math.min(next, task);
     if (next !== Infinity) this.hardStop.arm(next);
+  }
+
+  /**
+   * A task ran past its limit plus the grace: the worker is stuck where no hook reaches. While
+   * the plugin loads, the load fails; a background task that overruns again soon after the
+   * restart it caused stops the plugin (its top level would spawn it at every restart).
+   */
+  private taskOverran(t: RunningTask): void {
+    const o = this.tasks.overrun(t, performance.now());
+    if (this.phase === 'loading' && this.failLoad !== undefined) {
+      this.kill(o.reason);
+      return this.failLoad(new LuaError(o.loadError));
+    }
+    if (o.restart || this.phase === 'retired') return this.restart(o.reason);
+    this.kill(o.reason);
+    this.phase = 'dead';
+    this.opts.registry.reset(this.opts.source.name);
+    this.log.error({ entry: this.opts.source.entry }, o.stopped);
   }
 
   // ---- direct calls from execute workers (direct-port.ts) ----------------------------------
@@ -363,13 +400,7 @@ export class IsolatedPlugin implements DirectPlugin {
       // Alone, a call goes at once; with others in flight, it shares the turn's postMessage.
       const now = this.calls.size <= 1;
       const msg = callMessage(this.contexts, id, kind, name, input, ctx, complete);
-      // The members besides input, rid and complete are ids and names, exact by construction.
-      const exact =
-        jsonExact(input) &&
-        (msg.ctx === undefined || jsonExact(msg)) &&
-        (complete === undefined || jsonExact(complete)) &&
-        (msg.rid === undefined || jsonExact(msg.rid));
-      this.outbox.post(encodeInvoke(msg, exact), now);
+      this.outbox.post(encodeInvoke(msg, invokeExact(msg)), now);
     });
   }
 
@@ -414,12 +445,7 @@ export class IsolatedPlugin implements DirectPlugin {
   }
 
   private remember(id: number, ctx: CallContext): void {
-    this.finished.set(id, endedContext(ctx));
-    // The ids in the order they finished (a ring): the oldest goes without a Map iterator.
-    if (this.finishedOrder.length === FINISHED_KEPT)
-      this.finished.delete(this.finishedOrder[this.finishedAt]!);
-    this.finishedOrder[this.finishedAt] = id;
-    this.finishedAt = (this.finishedAt + 1) % FINISHED_KEPT;
+    this.finished.add(id, endedContext(ctx));
   }
 
   // ---- what the worker asks ----------------------------------------------------------------
@@ -451,47 +477,21 @@ export class IsolatedPlugin implements DirectPlugin {
         (this.calls.get(msg.id)?.ctx ?? this.grants.get(msg.id))?.peer?.log(level, data, logger);
         return;
       }
-      case 'request':
-        return void this.answerAsync(msg);
+      case 'request': {
+        const gen = this.generation;
+        return void this.answers.answer(msg).then((a) => gen === this.generation && this.post(a));
+      }
       case 'callback-done':
         return this.callbacks.done(msg);
+      case 'task':
+        return this.hardStop.arm(this.tasks.started(msg.id, msg.ms, msg.background));
+      case 'task-end':
+        return this.tasks.ended(msg.id);
     }
   }
 
   private post(msg: ToWorker): void {
     // Answers to a plugin's nested calls wait for the turn's end, like calls; the rest goes now.
     this.outbox.post(msg, msg.type !== 'answer');
-  }
-
-  /** A message that could not be copied to the worker fails what waits on it, not the plugin. */
-  private uncloneable(msg: ToWorker, err: Error): void {
-    // The calls naming it fail in the worker (an unknown caller), later ones define it again.
-    if (msg.type === 'context') return this.contexts.drop(msg.cx);
-    if (msg.type === 'answer') {
-      this.outbox.post({
-        type: 'answer',
-        id: msg.id,
-        ok: false,
-        error: `the answer cannot be passed to the plugin: ${err.message}`,
-      });
-    } else if (msg.type === 'invoke') {
-      const c = this.calls.get(msg.id);
-      if (c === undefined) return;
-      this.calls.delete(msg.id);
-      c.reject(new Error(`the call cannot be passed to the plugin: ${err.message}`));
-    } else if (msg.type === 'callback') this.callbacks.uncloneable(msg.id, err);
-  }
-
-  private async answerAsync(msg: Extract<FromWorker, { type: 'request' }>): Promise<void> {
-    const gen = this.generation;
-    let answer: ToWorker;
-    try {
-      const value = await this.answers.request(msg);
-      answer = { type: 'answer', id: msg.id, ok: true, value };
-    } catch (err) {
-      const e = err as Error & { code?: string };
-      answer = { type: 'answer', id: msg.id, ok: false, error: e.message, code: e.code };
-    }
-    if (gen === this.generation) this.post(answer);
   }
 }

@@ -70,3 +70,54 @@ export function workerSetupOf(
 export function whatOf(c: Pending): string {
   return `${c.kind.startsWith('complete') ? 'completion' : c.kind} '${c.name}'`;
 }
+
+/**
+ * Finished calls' contexts, for the tasks that outlive them (a task acts for the call that
+ * spawned it): the newest `keep`, the oldest dropped first.
+ */
+export class FinishedContexts {
+  private readonly byId = new Map<number, CallContext>();
+  /** The ids in the order they finished (a ring): the oldest goes without a Map iterator. */
+  private readonly order: number[] = [];
+  private at = 0;
+
+  constructor(private readonly keep: number) {}
+
+  get(id: number): CallContext | undefined {
+    return this.byId.get(id);
+  }
+
+  add(id: number, ctx: CallContext): void {
+    this.byId.set(id, ctx);
+    if (this.order.length === this.keep) this.byId.delete(this.order[this.at]!);
+    this.order[this.at] = id;
+    this.at = (this.at + 1) % this.keep;
+  }
+}
+
+/** What a message that could not be copied to the worker fails (uncloneable()). */
+export interface UncloneableParts {
+  contexts: { drop(cx: number): void };
+  post(msg: ToWorker): void;
+  calls: { get(id: number): Pending | undefined; delete(id: number): unknown };
+  callbacks: { uncloneable(id: number, err: Error): void };
+}
+
+/** A message that could not be copied to the worker fails what waits on it, not the plugin. */
+export function uncloneable(msg: ToWorker, err: Error, parts: UncloneableParts): void {
+  // The calls naming it fail in the worker (an unknown caller), later ones define it again.
+  if (msg.type === 'context') return parts.contexts.drop(msg.cx);
+  if (msg.type === 'answer') {
+    parts.post({
+      type: 'answer',
+      id: msg.id,
+      ok: false,
+      error: `the answer cannot be passed to the plugin: ${err.message}`,
+    });
+  } else if (msg.type === 'invoke') {
+    const c = parts.calls.get(msg.id);
+    if (c === undefined) return;
+    parts.calls.delete(msg.id);
+    c.reject(new Error(`the call cannot be passed to the plugin: ${err.message}`));
+  } else if (msg.type === 'callback') parts.callbacks.uncloneable(msg.id, err);
+}

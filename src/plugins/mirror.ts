@@ -129,6 +129,8 @@ type Change = Extract<
 export class RegistryMirror {
   private held: Change[] | undefined = [];
   private openBatches = 0;
+  /** A retired generation: its registry changes are dropped (the new one owns the entries). */
+  private stopped = false;
 
   constructor(
     private readonly registry: Registry,
@@ -144,7 +146,14 @@ export class RegistryMirror {
     this.held = undefined;
   }
 
+  /** Closes the batches open, and drops the registrations, removals, resets and batches to come. */
+  stop(): void {
+    this.closeBatches();
+    this.stopped = true;
+  }
+
   receive(msg: Change): void {
+    if (this.stopped && msg.type !== 'resource-updated') return;
     if (this.held) this.held.push(msg);
     else this.apply(msg);
   }

@@ -14,6 +14,7 @@ import {
   installApi,
   endForgottenBatches,
   settleUpstreams,
+  stopBackgroundTasks,
   type PluginLimits,
   type SessionViews,
 } from '../lua-api/index.js';
@@ -296,7 +297,7 @@ export class PluginHost {
     state: PluginRuntime,
     previous: LoadedPlugin | undefined,
   ): void {
-    previous?.state?.retire();
+    if (previous?.state) retire(previous.state);
     this.warnings.loaded(source.name);
     this.plugins.set(source.name, {
       source,
@@ -339,7 +340,7 @@ export class PluginHost {
     this.opts.registry.reset(name);
     this.warnings.forget(name);
     if (!p) return;
-    p.state?.retire();
+    if (p.state) retire(p.state);
     this.plugins.delete(name);
     this.opts.logger.info({ plugin: name }, 'plugin removed');
     this.emit({ type: 'removed', name });
@@ -398,6 +399,15 @@ export class PluginHost {
     if (source) await this.load(source);
     else if (this.plugins.get(name)?.source.dir === dir) this.unload(name);
   }
+}
+
+/**
+ * Retires a replaced or removed generation: it closes once its calls in flight end, and its
+ * tasks outside calls stop now (they kept it alive and acting beside its successor).
+ */
+function retire(state: PluginRuntime): void {
+  if (state instanceof LuaState) stopBackgroundTasks(state);
+  state.retire();
 }
 
 function describeLoadError(

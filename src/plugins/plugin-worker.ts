@@ -8,7 +8,13 @@ import { parentPort } from 'node:worker_threads';
 import { createLogger } from '../log.js';
 import { LuaError } from '../lua/errors.js';
 import { LuaState } from '../lua/state.js';
-import { installApi, endForgottenBatches, settleUpstreams } from '../lua-api/index.js';
+import {
+  installApi,
+  endForgottenBatches,
+  settleUpstreams,
+  stopBackgroundTasks,
+  type TaskWatch,
+} from '../lua-api/index.js';
 import { useUpstreams } from '../upstream/manager.js';
 import { RemoteUpstreams } from './remote-upstreams.js';
 import { attachState, lazyField } from '../registry/lazy-fields.js';
@@ -287,6 +293,18 @@ function ended(call: WorkerCall): void {
 
 let state: LuaState | undefined;
 
+/**
+ * Each task's start goes at once (the task may get stuck before this turn ends, and the hub's
+ * hard stop must know of it); its end waits for the turn's end like a result.
+ */
+const taskWatch: TaskWatch = {
+  started: (id, ms, background) => post({ type: 'task', id, ms, background }),
+  ended: (id) => {
+    posted++;
+    outbox.post({ type: 'task-end', id });
+  },
+};
+
 async function load(): Promise<void> {
   try {
     state = await LuaState.create({
@@ -309,6 +327,7 @@ async function load(): Promise<void> {
       sessionViews: views,
       settings: setup.settings,
       limits: setup.limits,
+      taskWatch,
     });
     const ref = state.load(setup.code, setup.chunkname);
     await state.call(ref, [], { timeoutMs: setup.loadTimeoutMs });
@@ -380,6 +399,9 @@ function onMessage(msg: ToWorker): void {
       );
     case 'close':
       return close();
+    case 'retire':
+      if (state) stopBackgroundTasks(state);
+      return;
     case 'direct':
       return serveDirectPort(msg.port, msg.finished, directHost);
   }

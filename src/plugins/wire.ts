@@ -54,6 +54,19 @@ type Invoke = Extract<ToWorker, { type: 'invoke' }>;
 const INVOKE_HEAD = '{"type":"invoke","id":';
 
 /**
+ * Whether JSON carries a call's message exactly. The members besides input, rid, complete and
+ * a context sent whole are ids and names, exact by construction.
+ */
+export function invokeExact(msg: Invoke): boolean {
+  return (
+    jsonExact(msg.input) &&
+    (msg.ctx === undefined || jsonExact(msg)) &&
+    (msg.complete === undefined || jsonExact(msg.complete)) &&
+    (msg.rid === undefined || jsonExact(msg.rid))
+  );
+}
+
+/**
  * A call's message as encode makes it when `exact`, the members written one by one (the same
  * JSON as JSON.stringify of the message, without its pass over the message object).
  */

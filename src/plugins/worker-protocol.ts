@@ -86,6 +86,8 @@ export type ToWorker =
   /** A proxy's Lua callback, run for the hub's thread (answered with 'callback-done'). */
   | { type: 'callback'; id: number; url: string; which: 'transform' | 'auth'; args: unknown[] }
   | { type: 'close' }
+  /** A reload or unload replaced this generation: its background tasks stop, it spawns no more. */
+  | { type: 'retire' }
   /** Serve direct calls from an execute worker on `port` (plugins/direct-port.ts). */
   | { type: 'direct'; port: MessagePort; finished: Int32Array };
 
@@ -120,6 +122,9 @@ export type FromWorker =
       ctx?: PlainContext;
     }
   | { type: 'callback-done'; id: number; ok: boolean; value?: unknown; error?: string }
+  /** A task (`task.spawn`) started, with its time limit: the hub keeps a hard stop for it. */
+  | { type: 'task'; id: number; ms: number; background: boolean }
+  | { type: 'task-end'; id: number }
   | { type: 'closed' };
 
 export type AsyncOp =

@@ -2,32 +2,12 @@
  * Shared parts of the reliability tests: a scratch folder with plugins and a config, a real hub
  * on it, and an honest client whose latency is measured while an attack runs.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import type { Client } from '@modelcontextprotocol/client';
 import { connectHttpClient } from '../helpers/mcp-client.js';
 
-export interface Scratch {
-  dir: string;
-  /** Writes `text` to `rel` (folders made as needed); returns the absolute path. */
-  write(rel: string, text: string): string;
-  remove(): void;
-}
-
-export function scratch(prefix = 'moonhub-rel-'): Scratch {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  return {
-    dir,
-    write(rel, text) {
-      const path = join(dir, rel);
-      mkdirSync(dirname(path), { recursive: true });
-      writeFileSync(path, text);
-      return path;
-    },
-    remove: () => rmSync(dir, { recursive: true, force: true }),
-  };
-}
+// The scratch folder moved to test/helpers (the plugin hub set-up uses it); many tests import it here.
+export { scratch, type Scratch } from '../helpers/scratch.js';
 
 export function text(result: { content?: unknown }): string {
   return ((result.content ?? []) as { type: string; text?: string }[])

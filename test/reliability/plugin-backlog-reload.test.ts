@@ -14,8 +14,8 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { Client } from '@modelcontextprotocol/client';
 import { connectHttpClient } from '../helpers/mcp-client.js';
-import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { call, scratch, type Scratch } from './helpers.js';
+import { startPluginHub, type PluginHub } from '../helpers/plugin-hub.js';
+import { call } from './helpers.js';
 
 // A task of the plugin's top level posts in a loop that never yields, for 3-4 s of wall time (it
 // starts once the load is done); it prints how it ended (pcall's error), so the test reads what
@@ -45,23 +45,17 @@ for i = 1, ${n} do
 end
 `;
 
-const dirs: Scratch[] = [];
-const hubs: MoonhubProcess[] = [];
+const started: PluginHub[] = [];
 
 after(async () => {
-  for (const h of hubs) await h.stop();
-  for (const d of dirs) d.remove();
+  for (const s of started) await s.stop();
 });
 
-async function hubWith(
-  files: Record<string, string>,
-): Promise<{ hub: MoonhubProcess; dir: Scratch }> {
-  const dir = scratch();
-  dirs.push(dir);
-  for (const [name, code] of Object.entries(files)) dir.write(`plugins/${name}`, code);
-  const hub = await startMoonhub(['--plugins', `${dir.dir}/plugins`]);
-  hubs.push(hub);
-  return { hub, dir };
+/** A hub on `files`, watching them (the tests reload by touching a file). */
+async function hubWith(files: Record<string, string>): Promise<PluginHub> {
+  const s = await startPluginHub(files, (dir) => ['--plugins', `${dir.dir}/plugins`]);
+  started.push(s);
+  return s;
 }
 
 function touch(path: string): void {
@@ -105,39 +99,34 @@ describe('the backlog bound across a reload', () => {
   });
 
   it(`a plugin registering ${MANY} tools reloads complete while a client lists`, async () => {
-    const { hub, dir } = await hubWith({ 'many.lua': manyPlugin(MANY) });
-    const { client } = await connectHttpClient(hub.url, 'modern');
-    try {
-      assert.equal((await allTools(client)).length, MANY);
-      const from = hub.log().length;
-      let reloaded = false;
-      const done = hub.waitForLog(/plugin reloaded/, from, 30_000);
-      done.then(
-        () => (reloaded = true),
-        () => undefined,
-      );
-      touch(join(dir.dir, 'plugins/many.lua'));
-      // Every listing while the new generation loads (and after) holds the whole set: the
-      // reload replaces the previous generation's tools in one batch.
-      let listings = 0;
-      const t0 = performance.now();
-      while (!reloaded && performance.now() - t0 < 30_000) {
-        const names = await allTools(client);
-        assert.equal(names.length, MANY, `listing ${listings} during the reload`);
-        listings++;
-      }
-      await done;
+    const { hub, dir, client } = await hubWith({ 'many.lua': manyPlugin(MANY) });
+    assert.equal((await allTools(client)).length, MANY);
+    const from = hub.log().length;
+    let reloaded = false;
+    const done = hub.waitForLog(/plugin reloaded/, from, 30_000);
+    done.then(
+      () => (reloaded = true),
+      () => undefined,
+    );
+    touch(join(dir.dir, 'plugins/many.lua'));
+    // Every listing while the new generation loads (and after) holds the whole set: the
+    // reload replaces the previous generation's tools in one batch.
+    let listings = 0;
+    const t0 = performance.now();
+    while (!reloaded && performance.now() - t0 < 30_000) {
       const names = await allTools(client);
-      assert.equal(new Set(names).size, MANY);
-      assert.ok(names.includes(`t${MANY}`));
-      assert.equal(
-        (await call(client, `t${MANY}`, { text: 'back' })).text,
-        'back',
-        'the reloaded generation serves',
-      );
-      assert.doesNotMatch(hub.log().slice(from), /failed to reload|was lost|did not answer/);
-    } finally {
-      await client.close();
+      assert.equal(names.length, MANY, `listing ${listings} during the reload`);
+      listings++;
     }
+    await done;
+    const names = await allTools(client);
+    assert.equal(new Set(names).size, MANY);
+    assert.ok(names.includes(`t${MANY}`));
+    assert.equal(
+      (await call(client, `t${MANY}`, { text: 'back' })).text,
+      'back',
+      'the reloaded generation serves',
+    );
+    assert.doesNotMatch(hub.log().slice(from), /failed to reload|was lost|did not answer/);
   });
 });

@@ -7,10 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Client } from '@modelcontextprotocol/client';
-import { connectHttpClient } from '../helpers/mcp-client.js';
-import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { call, honestClient, longestHealthWait, rssMiB, scratch, type Scratch } from './helpers.js';
+import { startPluginHub, type PluginHub } from '../helpers/plugin-hub.js';
+import { call, honestClient, longestHealthWait, rssMiB } from './helpers.js';
 
 const PLUGIN = String.raw`
 mcp.tool("churn", {
@@ -34,23 +32,16 @@ end)
 const HEALTH_BOUND_MS = 1000;
 const GROWTH_BOUND_MIB = 250;
 
-let dir: Scratch;
-let hub: MoonhubProcess;
-let client: Client;
+let setup: PluginHub;
 
 before(async () => {
-  dir = scratch();
-  dir.write('plugins/churn.lua', PLUGIN);
-  dir.write('plugins/ok.lua', 'mcp.tool("ok", {}, function() return "ok" end)');
-  hub = await startMoonhub(['--plugins', `${dir.dir}/plugins`, '--no-watch']);
-  client = (await connectHttpClient(hub.url, 'modern')).client;
+  setup = await startPluginHub({
+    'churn.lua': PLUGIN,
+    'ok.lua': 'mcp.tool("ok", {}, function() return "ok" end)',
+  });
 });
 
-after(async () => {
-  await client.close();
-  await hub.stop();
-  dir.remove();
-});
+after(() => setup?.stop());
 
 describe('a plugin posting to the hub in a loop that never yields', () => {
   // register/remove held /healthz up to 1.6 s even with the bound: each change was written to
@@ -58,15 +49,15 @@ describe('a plugin posting to the hub in a loop that never yields', () => {
   // coalesces (list-changed.ts, test list-changed-churn); begin/end_batch is the bound alone.
   for (const what of ['register', 'batch']) {
     it(`(${what}) waits for the hub: /healthz answers, RSS bounded, others served`, async (t) => {
-      const honest = await honestClient(hub.url, 'ok');
-      const pid = hub.child.pid!;
+      const honest = await honestClient(setup.hub.url, 'ok');
+      const pid = setup.hub.child.pid!;
       const rssBefore = rssMiB(pid);
       let maxRss = rssBefore;
       const sampler = setInterval(() => (maxRss = Math.max(maxRss, rssMiB(pid))), 50);
-      const work = call(client, 'churn', { secs: 4, what });
+      const work = call(setup.client, 'churn', { secs: 4, what });
       let worst: number;
       try {
-        worst = await longestHealthWait(hub.url, work, 20);
+        worst = await longestHealthWait(setup.hub.url, work, 20);
       } finally {
         clearInterval(sampler);
       }

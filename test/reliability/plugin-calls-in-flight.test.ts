@@ -7,10 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Client } from '@modelcontextprotocol/client';
-import { connectHttpClient } from '../helpers/mcp-client.js';
-import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { call, honestClient, rssMiB, scratch, type Scratch } from './helpers.js';
+import { startPluginHub, type PluginHub } from '../helpers/plugin-hub.js';
+import { call, honestClient, rssMiB } from './helpers.js';
 
 const SLOW_MS = 4000;
 
@@ -56,35 +54,28 @@ const GROWTH_BOUND_MIB = 150;
 /** Another plugin's tool, while the flood runs (measured: a few ms). */
 const HONEST_P99_MS = 500;
 
-let dir: Scratch;
-let hub: MoonhubProcess;
-let client: Client;
+let setup: PluginHub;
 
 before(async () => {
-  dir = scratch();
-  dir.write('plugins/caller.lua', CALLER);
-  dir.write('plugins/slow.lua', SLOW);
-  dir.write('plugins/ok.lua', 'mcp.tool("ok", {}, function() return "ok" end)');
-  hub = await startMoonhub(['--plugins', `${dir.dir}/plugins`, '--no-watch']);
-  client = (await connectHttpClient(hub.url, 'modern')).client;
+  setup = await startPluginHub({
+    'caller.lua': CALLER,
+    'slow.lua': SLOW,
+    'ok.lua': 'mcp.tool("ok", {}, function() return "ok" end)',
+  });
 });
 
-after(async () => {
-  await client.close();
-  await hub.stop();
-  dir.remove();
-});
+after(() => setup?.stop());
 
 describe('plugin_limits.calls_in_flight', () => {
   it('refuses mcp.call past the bound at once, naming it; RSS bounded, others served', async (t) => {
-    const honest = await honestClient(hub.url, 'ok');
-    const pid = hub.child.pid!;
+    const honest = await honestClient(setup.hub.url, 'ok');
+    const pid = setup.hub.child.pid!;
     const rssBefore = rssMiB(pid);
     let maxRss = rssBefore;
     const sampler = setInterval(() => (maxRss = Math.max(maxRss, rssMiB(pid))), 50);
     let r: { isError: boolean; text: string };
     try {
-      r = await call(client, 'flood', { secs: 2 });
+      r = await call(setup.client, 'flood', { secs: 2 });
     } finally {
       clearInterval(sampler);
     }
@@ -110,31 +101,28 @@ describe('plugin_limits.calls_in_flight', () => {
   it('the plugin calls again once its calls in flight have ended', async () => {
     // The slow calls the flood left end SLOW_MS after they started.
     await new Promise((res) => setTimeout(res, SLOW_MS));
-    const r = await call(client, 'use', { n: 100 });
+    const r = await call(setup.client, 'use', { n: 100 });
     assert.equal(r.text, '100');
   });
 
   it('takes the bound from the config', async () => {
-    const d = scratch();
-    d.write('plugins/caller.lua', CALLER);
-    d.write('plugins/slow.lua', SLOW);
-    const config = d.write(
-      'moonhub.json',
-      JSON.stringify({ plugins: { dirs: ['plugins'] }, plugin_limits: { calls_in_flight: 3 } }),
-    );
-    const h = await startMoonhub(['--config', config, '--no-watch']);
-    const c = (await connectHttpClient(h.url, 'modern')).client;
+    const limited = await startPluginHub({ 'caller.lua': CALLER, 'slow.lua': SLOW }, (d) => [
+      '--config',
+      d.write(
+        'moonhub.json',
+        JSON.stringify({ plugins: { dirs: ['plugins'] }, plugin_limits: { calls_in_flight: 3 } }),
+      ),
+      '--no-watch',
+    ]);
     try {
-      const out = JSON.parse((await call(c, 'flood', { secs: 0.05 })).text) as {
+      const out = JSON.parse((await call(limited.client, 'flood', { secs: 0.05 })).text) as {
         taken: number;
         why?: string;
       };
       assert.equal(out.taken, 3);
       assert.match(out.why ?? '', /at most 3 tool calls .*plugin_limits\.calls_in_flight/);
     } finally {
-      await c.close();
-      await h.stop();
-      d.remove();
+      await limited.stop();
     }
   });
 });

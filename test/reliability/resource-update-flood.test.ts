@@ -11,11 +11,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import type { Client } from '@modelcontextprotocol/client';
-import { connectHttpClient } from '../helpers/mcp-client.js';
-import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
+import { startPluginHub, type PluginHub } from '../helpers/plugin-hub.js';
 import { MODERN_META } from './flow-helpers.js';
-import { call, honestClient, rssMiB, scratch, type Scratch } from './helpers.js';
+import { call, honestClient, rssMiB } from './helpers.js';
 
 const PLUGIN = String.raw`
 mcp.tool("flood", {
@@ -45,24 +43,17 @@ const FLOOD_SECONDS = 3;
 /** Growth of all the hub's processes allowed; unbounded, 3 s of the loop added ~1 GiB. */
 const GROWTH_BOUND_MIB = 250;
 
-let dir: Scratch;
-let hub: MoonhubProcess;
-let client: Client;
+let setup: PluginHub;
 
 before(async () => {
-  dir = scratch();
-  dir.write('plugins/updates.lua', PLUGIN);
-  // Another plugin: the flooding one's own thread is busy in its loop.
-  dir.write('plugins/ok.lua', 'mcp.tool("ok", {}, function() return "ok" end)');
-  hub = await startMoonhub(['--config', dir.write('moonhub.yaml', CONFIG), '--no-watch']);
-  client = (await connectHttpClient(hub.url, 'modern')).client;
+  setup = await startPluginHub(
+    // Another plugin: the flooding one's own thread is busy in its loop.
+    { 'updates.lua': PLUGIN, 'ok.lua': 'mcp.tool("ok", {}, function() return "ok" end)' },
+    (dir) => ['--config', dir.write('moonhub.yaml', CONFIG), '--no-watch'],
+  );
 });
 
-after(async () => {
-  await client.close();
-  await hub.stop();
-  dir.remove();
-});
+after(() => setup?.stop());
 
 /** The resident set of the primary and its worker processes, in MiB. */
 function clusterRss(pid: number): number {
@@ -112,18 +103,18 @@ function listen(url: string) {
 
 describe('a plugin calling mcp.resource_updated in a loop (--workers 2)', () => {
   it('is held to its rate: the call ends on time, RSS bounded, others served', async (t) => {
-    const listener = listen(hub.url);
+    const listener = listen(setup.hub.url);
     await listener.opened;
-    const honest = await honestClient(hub.url, 'ok');
-    const pid = hub.child.pid!;
+    const honest = await honestClient(setup.hub.url, 'ok');
+    const pid = setup.hub.child.pid!;
     const rssBefore = clusterRss(pid);
     let maxRss = rssBefore;
     const sampler = setInterval(() => (maxRss = Math.max(maxRss, clusterRss(pid))), 100);
-    const from = hub.log().length;
+    const from = setup.hub.log().length;
     const t0 = performance.now();
     let calls: number;
     try {
-      const r = await call(client, 'flood', { secs: FLOOD_SECONDS });
+      const r = await call(setup.client, 'flood', { secs: FLOOD_SECONDS });
       assert.equal(r.isError, false, r.text);
       calls = Number(r.text);
     } finally {
@@ -146,16 +137,16 @@ describe('a plugin calling mcp.resource_updated in a loop (--workers 2)', () => 
     assert.equal(h.errors, 0, h.messages.join('; '));
     assert.ok(h.count > 0);
     assert.ok(h.p99 < 1000, `honest p99 ${h.p99} ms`);
-    await hub.waitForLog(
+    await setup.hub.waitForLog(
       /\d+ mcp\.resource_updated calls dropped: at most 1000 per second \(plugin_limits\.resource_updates_per_second\)/,
       from,
     );
   });
 
   it('refuses a URI longer than a subscription may name', async () => {
-    const r = await call(client, 'long_uri');
+    const r = await call(setup.client, 'long_uri');
     assert.equal(r.isError, true);
     assert.match(r.text, /a URI may be at most 4096 characters.*this one has 5008/);
-    assert.equal((await call(client, 'ok')).text, 'ok');
+    assert.equal((await call(setup.client, 'ok')).text, 'ok');
   });
 });
