@@ -44,6 +44,8 @@ export interface WorkerSetup {
   /** Characters of one notice, and notices per second (`execute.message_*`): gated here. */
   messageBytes: number;
   messagesPerSecond: number;
+  /** Bytes of compiled scripts (bytecode and text) this worker keeps (`execute.code_cache_bytes`). */
+  codeCacheBytes: number;
 }
 
 export type ToWorker =

@@ -80,6 +80,7 @@ export class ScriptPool {
       sharedRoot: opts.root !== undefined,
       messageBytes: opts.messageBytes,
       messagesPerSecond: opts.messagesPerSecond,
+      codeCacheBytes: opts.codeCacheBytes,
     };
   }
 
