@@ -25,6 +25,7 @@ export interface ExecuteConfig {
   write_bytes?: number;
   message_bytes?: number;
   messages_per_second?: number;
+  code_cache_bytes?: number;
 }
 
 type CamelCase<S extends string> = S extends `${infer H}_${infer T}`

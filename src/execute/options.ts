@@ -39,6 +39,11 @@ export interface ExecuteOptions {
   /** Notices per second of one run; more are dropped and counted (default 200). */
   messagesPerSecond?: number;
   /**
+   * Bytes of compiled scripts each worker keeps, bytecode and text, so a script sent again skips
+   * its compile (default 1 MiB; 0: none kept).
+   */
+  codeCacheBytes?: number;
+  /**
    * After the wall time, how long the worker may take to report its own timeout before it is
    * terminated (the hard stop for a script stuck in one long library call; default 200 ms).
    */
@@ -114,6 +119,7 @@ export function resolveExecuteOptions(o: ExecuteOptions = {}): ResolvedExecuteOp
     writeBytes: o.writeBytes ?? 16 * 1024 * 1024,
     messageBytes: o.messageBytes ?? 16 * 1024,
     messagesPerSecond: o.messagesPerSecond ?? 200,
+    codeCacheBytes: o.codeCacheBytes ?? 1024 * 1024,
     graceMs: o.graceMs ?? 200,
     cleanupMs: o.cleanupMs ?? 1000,
     nameLength: o.nameLength ?? DEFAULT_NAME_LENGTH,

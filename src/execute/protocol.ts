@@ -46,6 +46,8 @@ export interface WorkerSetup {
   messagesPerSecond: number;
   /** Characters of a tool name an inner call may name (`limits.name_length`): checked here. */
   nameLength: number;
+  /** Bytes of compiled scripts (bytecode and text) this worker keeps (`execute.code_cache_bytes`). */
+  codeCacheBytes: number;
 }
 
 export type ToWorker =

@@ -81,6 +81,7 @@ export class ScriptPool {
       messageBytes: opts.messageBytes,
       messagesPerSecond: opts.messagesPerSecond,
       nameLength: opts.nameLength,
+      codeCacheBytes: opts.codeCacheBytes,
     };
   }
 

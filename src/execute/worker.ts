@@ -190,7 +190,7 @@ async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
   holder.run = run;
   const output = () => run.output.join('\n');
   try {
-    const ref = state.load(msg.code, '=execute');
+    const ref = state.loadScript(msg.code, '=execute', setup.codeCacheBytes);
     const [value] = await state.call(ref, [], {
       timeoutMs: msg.timeoutMs,
       instructions: msg.instructions,

@@ -1,6 +1,6 @@
 /** Compiling Lua chunks onto a stack: user text as text, our own setup chunks from bytecode. */
 import { LuaError } from './errors.js';
-import { type LuaRuntime } from './runtime.js';
+import { type CompiledChunk, type LuaRuntime } from './runtime.js';
 import { LuaStatus } from './wasm.js';
 
 /** Compiles text `source` and leaves the function on L's stack (a LuaError on a syntax error). */
@@ -43,6 +43,33 @@ export function loadSetupOnStack(
     rt.rememberSetupChunk(L, key);
     return;
   }
+  loadCompiled(rt, L, compiled, chunkname);
+}
+
+/**
+ * Compiles a script's text, from the bytecode of the same text compiled before in this module
+ * when it is still kept (at most `cacheBytes`; 0: always from the text). Why: an execute run
+ * compiles its script in a fresh state on a worker that has just woken, 12-15 µs for the bench's
+ * eight lines against ~3x less from bytecode (docs/performance.md, "execute, session 13"). The
+ * bytes loaded in binary mode are always our compiler's output for exactly this text: the text is
+ * the key, and a text is compiled in text mode (`t`) before anything is kept.
+ */
+export function loadScriptOnStack(
+  rt: LuaRuntime,
+  L: number,
+  source: string,
+  chunkname: string,
+  cacheBytes: number,
+): void {
+  if (cacheBytes <= 0) return loadOnStack(rt, L, source, chunkname);
+  const key = `${chunkname}\n${source}`;
+  const compiled = rt.scriptChunk(key);
+  if (compiled !== undefined) return loadCompiled(rt, L, compiled, chunkname);
+  loadOnStack(rt, L, source, chunkname);
+  rt.rememberScriptChunk(L, key, cacheBytes);
+}
+
+function loadCompiled(rt: LuaRuntime, L: number, compiled: CompiledChunk, chunkname: string): void {
   const { mod, mem } = rt;
   const status = mod._luaL_loadbufferx(
     L,

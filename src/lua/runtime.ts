@@ -71,6 +71,13 @@ export class LuaRuntime {
   private readonly setupChunks = new Map<string, CompiledChunk>();
   private dumpWriter = 0;
   private dumpParts: Uint8Array[] = [];
+  /**
+   * Scripts (execute's user text) compiled here before, by chunk name and text, least recently
+   * used first: a script sent again loads from bytecode this module's compiler made from that very
+   * text, never from bytes anybody sent. Bounded by `scriptBytes` (bytecode plus text).
+   */
+  private readonly scripts = new Map<string, CompiledChunk>();
+  private scriptBytes = 0;
 
   constructor(mod: LuaModule) {
     this.mod = mod;
@@ -136,6 +143,42 @@ export class LuaRuntime {
    */
   rememberSetupChunk(L: number, key: string): void {
     if (this.setupChunks.size >= MAX_SETUP_CHUNKS || this.setupChunks.has(key)) return;
+    const chunk = this.dumpTop(L, Infinity);
+    if (chunk !== undefined) this.setupChunks.set(key, chunk);
+  }
+
+  /** A script compiled before under `key` (it becomes the most recently used). */
+  scriptChunk(key: string): CompiledChunk | undefined {
+    const hit = this.scripts.get(key);
+    if (hit !== undefined) {
+      this.scripts.delete(key);
+      this.scripts.set(key, hit);
+    }
+    return hit;
+  }
+
+  /**
+   * Keeps the function on top of L's stack (just compiled from the script text in `key`) as
+   * bytecode, the least recently used going first past `maxBytes`; a script bigger than that
+   * alone is not kept. The stack is left as it was.
+   */
+  rememberScriptChunk(L: number, key: string, maxBytes: number): void {
+    if (this.scripts.has(key)) return;
+    const chunk = this.dumpTop(L, maxBytes - key.length);
+    if (chunk === undefined) return;
+    const cost = chunk.size + key.length;
+    for (const [k, c] of this.scripts) {
+      if (this.scriptBytes + cost <= maxBytes) break;
+      this.scripts.delete(k);
+      this.mod._free(c.ptr);
+      this.scriptBytes -= c.size + k.length;
+    }
+    this.scripts.set(key, chunk);
+    this.scriptBytes += cost;
+  }
+
+  /** The function on top of L's stack as bytecode in module memory (undefined past maxBytes). */
+  private dumpTop(L: number, maxBytes: number): CompiledChunk | undefined {
     const mod = this.mod;
     this.dumpWriter ||= mod.addFunction((_L: number, p: number, size: number) => {
       this.dumpParts.push(mod.HEAPU8.slice(p, p + size));
@@ -148,6 +191,7 @@ export class LuaRuntime {
     if (status !== 0) return;
     let size = 0;
     for (const part of parts) size += part.length;
+    if (size > maxBytes) return;
     const ptr = mod._malloc(size);
     if (!ptr) return;
     let at = ptr;
@@ -155,7 +199,7 @@ export class LuaRuntime {
       mod.HEAPU8.set(part, at);
       at += part.length;
     }
-    this.setupChunks.set(key, { ptr, size });
+    return { ptr, size };
   }
 
   // ---- limits --------------------------------------------------------------------------------

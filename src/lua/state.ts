@@ -5,7 +5,7 @@
  */
 import { Bridge, NULL_POINTER } from './bridge.js';
 import { CallGuard } from './call-guard.js';
-import { loadOnStack, loadSetupOnStack } from './chunks.js';
+import { loadOnStack, loadScriptOnStack, loadSetupOnStack } from './chunks.js';
 import { LuaArgumentError, LuaError, LuaLimitError, limitMessage } from './errors.js';
 import { jsonDecode, jsonEncode, tostringArgs } from './host-json.js';
 import { pushResults, registerPending, type RunningCall } from './host-results.js';
@@ -330,6 +330,16 @@ export class LuaState {
   load(source: string | Uint8Array, chunkname: string): number {
     this.assertOpen();
     loadOnStack(this.rt, this.L, source, chunkname);
+    return this.mod._luaL_ref(this.L, LUA_REGISTRYINDEX);
+  }
+
+  /**
+   * Compiles a script's text as `load` does, from the bytecode of the same text compiled before
+   * in this module when kept (chunks.ts loadScriptOnStack; `cacheBytes` bounds what is kept).
+   */
+  loadScript(source: string, chunkname: string, cacheBytes: number): number {
+    this.assertOpen();
+    loadScriptOnStack(this.rt, this.L, source, chunkname, cacheBytes);
     return this.mod._luaL_ref(this.L, LUA_REGISTRYINDEX);
   }
 

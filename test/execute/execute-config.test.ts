@@ -20,6 +20,7 @@ execute:
   output_bytes: 64
   max_calls: 2
   root: scripts
+  code_cache_bytes: 0
 `;
 
 async function failure(client: Client, code: string): Promise<string> {
@@ -101,6 +102,11 @@ describe('bad execute settings', () => {
       /'execute\.instructions' must be integer/,
     ],
     ['an unknown key', 'execute: { timeout: 5 }', /'execute\.timeout' is not a known setting/],
+    [
+      'a negative code cache',
+      'execute: { code_cache_bytes: -1 }',
+      /'execute\.code_cache_bytes' must be >= 0/,
+    ],
     ['true', 'execute: true', /'execute' must be false or a table of settings/],
     [
       'a default above the ceiling',
