@@ -13,13 +13,13 @@ import {
   connectWithToken,
   createSession,
   makeHubDir,
-  rawPost,
   type HubDir,
   type Issued,
 } from '../helpers/auth-hub.js';
 import { BIN, startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
 import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
 import { modernHeaders, modernToolCall } from './flow-helpers.js';
+import { initialize } from './limits-helpers.js';
 
 const PLUGIN = String.raw`
 mcp.tool("ok", {}, function() return "ok" end)
@@ -350,21 +350,8 @@ describe('SSE resumption (Last-Event-ID) and the rate limit', () => {
       hub.url,
     ]);
     const auth = { authorization: `Bearer ${D.token}` };
-    const init = await rawPost(
-      hub.url,
-      {
-        jsonrpc: '2.0',
-        id: 0,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-11-25',
-          capabilities: {},
-          clientInfo: { name: 'r', version: '1' },
-        },
-      },
-      auth,
-    );
-    const sid = init.headers.get('mcp-session-id')!;
+    const init = await initialize(hub.url, D.token);
+    const sid = init.sid!;
     const session = { ...auth, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
     // A call whose answer comes as a resumable event stream: read its priming event, then go.
     const gone = new AbortController();
