@@ -14,6 +14,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { MessageBus } from './bus.js';
 import { channels } from './topics.js';
+import { INVALID_PARAMS } from '../errors.js';
 
 /** The tag: 128 bits of HMAC-SHA256, 22 characters of base64url. */
 const TAG_BYTES = 16;
@@ -167,7 +168,7 @@ export class AnswerRouter {
     if (bytes <= this.maxForwardBytes) return message;
     return {
       error: {
-        code: -32602,
+        code: INVALID_PARAMS,
         message: `the client's answer (${bytes} bytes) is larger than ${this.maxForwardBytes} bytes, the most another instance is sent (cluster.limits.max_forwarded_answer_bytes)`,
       },
     };
