@@ -10,6 +10,7 @@ import type { resolveSettings } from '../config/settings.js';
 import type { createLogger } from '../log.js';
 import type { HttpServerOptions } from '../server/index.js';
 import { LegacySessionStore } from '../server/legacy-sessions.js';
+import { RequestStates } from '../server/request-state.js';
 import { SharedSessionLayer } from '../server/shared-sessions.js';
 import { SharedStreams } from '../server/shared-streams.js';
 
@@ -58,6 +59,16 @@ export function sharedSessions(
     onError,
     ...(http.refused === undefined ? {} : { refused: http.refused }),
   });
+}
+
+/**
+ * 2026-07-28 request states every process of the hub opens: sealed with a key derived from the
+ * cluster's shared answer key, so an `input_required` retry may land on any instance.
+ */
+export function sharedRequestStates(cluster: Cluster): RequestStates {
+  const states = new RequestStates(cluster.answers.key);
+  cluster.answers.watchKey((key) => states.useSecret(key));
+  return states;
 }
 
 /** Which process answered: for operators checking their load balancer (and the tests). */

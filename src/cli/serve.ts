@@ -24,7 +24,13 @@ import type { SessionViews } from '../lua-api/index.js';
 import { performanceOptionsOf } from '../config/performance-config.js';
 import type { Cluster } from '../cluster/index.js';
 import { runPrimary, workerAnswerKey, workerSlot } from '../cluster/primary.js';
-import { announce, instanceHeaders, openServeCluster, sharedSessions } from './serve-cluster.js';
+import {
+  announce,
+  instanceHeaders,
+  openServeCluster,
+  sharedRequestStates,
+  sharedSessions,
+} from './serve-cluster.js';
 import { bridgeResourceUpdates } from '../cluster/registry-bridge.js';
 import { Drain } from '../server/drain.js';
 import { drainMsOf } from '../config/shutdown-config.js';
@@ -288,6 +294,7 @@ async function serveOverHttp(o: Opened, hooks: ServeHooks): Promise<void> {
     limits: s.serverLimits,
     ...performanceOptionsOf(s.config.performance),
     ...access.httpOptions(),
+    ...(cluster === undefined ? {} : { requestStates: sharedRequestStates(cluster) }),
   });
   if (cluster !== undefined) httpOpts.sessions = sharedSessions(cluster, logger, httpOpts);
   const http = await startHttpServer(hub.registry, {

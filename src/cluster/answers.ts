@@ -64,6 +64,8 @@ export class AnswerRouter {
   private readonly forwarded = new Set<string>();
   /** The key tags are made with, and the one before it (Redis: a key lost and made again). */
   private keys: Buffer[];
+  /** Others sealing with the shared key (2026-07-28 request states): told when it changes. */
+  private readonly keyWatchers: ((key: Buffer) => void)[] = [];
 
   constructor(
     private readonly bus: MessageBus,
@@ -95,6 +97,13 @@ export class AnswerRouter {
   rekey(key: Uint8Array): void {
     if (this.keys[0]!.equals(key)) return;
     this.keys = [Buffer.from(key), this.keys[0]!];
+    for (const watch of this.keyWatchers) watch(this.keys[0]!);
+  }
+
+  /** Calls `watch` with the shared key now and whenever it changes. */
+  watchKey(watch: (key: Buffer) => void): void {
+    this.keyWatchers.push(watch);
+    watch(this.keys[0]!);
   }
 
   private tag(key: Buffer, instance: string, n: string, session: string): string {

@@ -10,6 +10,7 @@ import { localError } from '../errors.js';
 import type { CallPeer, LogLevel, PeerRequestOptions } from '../registry/types.js';
 import { INPUT_METHODS, InputRound, inputBinding, type RequestChannel } from './channel.js';
 import type { FlowLimits } from './flow-limits.js';
+import type { RequestStates } from './request-state.js';
 import { isPlainObject, serializeNotification } from './jsonrpc.js';
 import { NoticeGate, cutText } from './notice-gate.js';
 import { LOG_LEVEL_META_KEY } from './protocol.js';
@@ -48,6 +49,8 @@ export class RequestPeer implements CallPeer {
     private readonly method: string,
     /** Size and rate of the call's log and progress messages (limits.notices). */
     private readonly flow: FlowLimits,
+    /** Seals the state of the call's 2026-07-28 input round (request-state.ts). */
+    private readonly states: RequestStates,
   ) {}
 
   get clientCapabilities(): Record<string, unknown> | undefined {
@@ -143,9 +146,10 @@ export class RequestPeer implements CallPeer {
         return Promise.reject(localError('peer_input_method'));
       }
       this.channel.round ??= new InputRound(
-        inputBinding(this.method, this.params),
+        inputBinding(this.method, this.params, this.scope.principal),
         {},
         this.channel,
+        this.states,
       );
       return this.channel.round.ask(key, method, params);
     }

@@ -3,10 +3,10 @@
  * client go while it runs, what the dispatcher learns about how to answer it), and the
  * 2026-07-28 multi-round-trip input rounds that ride on it.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { localError, wireError, type WireError } from '../errors.js';
+import { localError, type WireError } from '../errors.js';
 import { LazyAbort } from './abort.js';
 import { isPlainObject } from './jsonrpc.js';
+import { invalidState, type RequestStates } from './request-state.js';
 
 /**
  * One request as its transport carries it: its abort signal, where messages to the client go
@@ -48,16 +48,17 @@ export const INPUT_METHODS: ReadonlySet<string> = new Set([
   'resources/read',
 ]);
 
-/** What a request state is bound to: the method and the tool, prompt or resource it names. */
-export function inputBinding(method: string, params: Record<string, unknown>): string {
-  return method + ' ' + String(method === 'resources/read' ? params.uri : params.name);
-}
-
-/** Signs request states; a restart makes old states fail their check, as they should. */
-const STATE_KEY = randomBytes(32);
-
-function sign(payload: string): string {
-  return createHmac('sha256', STATE_KEY).update(payload).digest('base64url');
+/**
+ * What a request state is bound to: the method, the tool, prompt or resource it names, and the
+ * principal asking (another principal's retry cannot reuse answers it never gave).
+ */
+export function inputBinding(
+  method: string,
+  params: Record<string, unknown>,
+  principal: string | undefined,
+): string {
+  const name = String(method === 'resources/read' ? params.uri : params.name);
+  return JSON.stringify([method, name, principal ?? null]);
 }
 
 /**
@@ -76,6 +77,7 @@ export class InputRound {
     private readonly binding: string,
     private readonly known: Record<string, unknown>,
     private readonly channel: RequestChannel,
+    private readonly states: RequestStates,
   ) {}
 
   ask(
@@ -98,13 +100,10 @@ export class InputRound {
 
   private end(): void {
     if (this.channel.aborted) return;
-    const payload = Buffer.from(JSON.stringify({ b: this.binding, a: this.used })).toString(
-      'base64url',
-    );
     this.result = {
       resultType: 'input_required',
       inputRequests: this.missing,
-      requestState: payload + '.' + sign(payload),
+      requestState: this.states.seal(this.binding, this.used),
     };
     // Stop the handler where it waits; its answer is replaced by this result.
     this.channel.abort(localError('input_required'));
@@ -121,27 +120,12 @@ export function resumeRound(
   params: Record<string, unknown>,
   binding: string,
   channel: RequestChannel,
+  states: RequestStates,
 ): InputRound {
-  const known: Record<string, unknown> = {};
+  // No prototype: a client's answer keyed `__proto__` stays an answer.
+  const known = Object.create(null) as Record<string, unknown>;
   const state = params.requestState;
-  if (state !== undefined) {
-    if (typeof state !== 'string') throw invalidState('requestState must be a string');
-    const dot = state.lastIndexOf('.');
-    const payload = dot > 0 ? state.slice(0, dot) : '';
-    const mac = Buffer.from(dot > 0 ? state.slice(dot + 1) : '');
-    const expected = Buffer.from(sign(payload));
-    if (mac.length !== expected.length || !timingSafeEqual(mac, expected)) {
-      throw invalidState('requestState failed its integrity check');
-    }
-    const decoded = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as {
-      b: string;
-      a: Record<string, unknown>;
-    };
-    if (decoded.b !== binding) {
-      throw invalidState('requestState belongs to another request');
-    }
-    Object.assign(known, decoded.a);
-  }
+  if (state !== undefined) Object.assign(known, states.open(state, binding));
   const responses = params.inputResponses;
   if (responses !== undefined) {
     if (!isPlainObject(responses)) {
@@ -156,9 +140,5 @@ export function resumeRound(
       known[key] = value;
     }
   }
-  return new InputRound(binding, known, channel);
-}
-
-function invalidState(detail: string): Error {
-  return wireError('input_state_invalid', { detail });
+  return new InputRound(binding, known, channel, states);
 }

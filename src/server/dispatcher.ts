@@ -22,6 +22,7 @@ import type { CallContext, OwnerFilter } from '../registry/types.js';
 import { RequestPeer, settleOutgoing } from './call-peer.js';
 import { FlowLimits } from './flow-limits.js';
 import { INPUT_METHODS, inputBinding, resumeRound, type RequestChannel } from './channel.js';
+import { RequestStates } from './request-state.js';
 import {
   isPlainObject,
   serializeError,
@@ -51,6 +52,7 @@ export { LazyAbort, type Abortable } from './abort.js';
 interface PeerState {
   call: Call;
   flow: FlowLimits;
+  states: RequestStates;
   peer: RequestPeer | undefined;
 }
 
@@ -63,6 +65,7 @@ const PEER_FIELD = lazyField(
       s.call.channel,
       s.call.method,
       s.flow,
+      s.states,
     )),
 );
 
@@ -94,6 +97,11 @@ export interface DispatcherOptions extends LimitOptions {
   onCall?: (e: CallEvent) => void;
   /** Stream, notice and rate bounds (limits.*); default: the documented defaults, no rate limit. */
   flow?: FlowLimits;
+  /**
+   * Seals 2026-07-28 request states. Every process of a hub must share its key (cluster modes:
+   * derived from the cluster's answer key); default: a random key of this dispatcher's own.
+   */
+  requestStates?: RequestStates;
 }
 
 export type { CallEvent } from './call-observer.js';
@@ -149,6 +157,7 @@ class Dispatcher implements McpDispatcher {
   readonly capabilities = CAPABILITIES;
   readonly observer: CallObserver | undefined;
   readonly flow: FlowLimits;
+  private readonly states: RequestStates;
   private readonly methods: Record<string, MethodHandler>;
   private readonly serverInfoMeta: Record<string, unknown>;
   private readonly modernSuffix: string;
@@ -163,6 +172,7 @@ class Dispatcher implements McpDispatcher {
     this.serverInfo = opts.serverInfo ?? { name: 'moonhub', version: packageVersion() };
     this.observer = opts.observer;
     this.flow = opts.flow ?? new FlowLimits();
+    this.states = opts.requestStates ?? new RequestStates();
     this.serverInfoMeta = { [SERVER_INFO_META_KEY]: this.serverInfo };
     this.modernSuffix = '"resultType":"complete","_meta":' + JSON.stringify(this.serverInfoMeta);
     const listBytes = opts.listCacheBytes ?? DEFAULT_LIST_CACHE_BYTES;
@@ -193,7 +203,12 @@ class Dispatcher implements McpDispatcher {
     const ctx: CallContext = { hub_id: this.registry.hubId, request_id: call.id };
     // The signal and the peer are own getters shared by every context (lazy-fields.ts): made only
     // when a handler reads them, and copied by `{ ...ctx }`.
-    attachState<CallContext, PeerState>(ctx, { call, flow: this.flow, peer: undefined });
+    attachState<CallContext, PeerState>(ctx, {
+      call,
+      flow: this.flow,
+      states: this.states,
+      peer: undefined,
+    });
     if (channel !== undefined) Object.defineProperty(ctx, 'signal', SIGNAL_FIELD);
     Object.defineProperty(ctx, 'peer', PEER_FIELD);
     // Not enumerable: a copy that sets a signal of its own (`{ ...ctx, signal }`) must not keep
@@ -337,7 +352,8 @@ class Dispatcher implements McpDispatcher {
         (call.params.inputResponses !== undefined || call.params.requestState !== undefined) &&
         INPUT_METHODS.has(method)
       ) {
-        channel.round = resumeRound(call.params, inputBinding(method, call.params), channel);
+        const binding = inputBinding(method, call.params, scope.principal);
+        channel.round = resumeRound(call.params, binding, channel, this.states);
       }
       // A list page answered before, for this view and registry version: only the id is new.
       const listed = this.lists !== undefined && channel?.round === undefined;

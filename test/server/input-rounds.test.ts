@@ -6,16 +6,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { WireError } from '../../src/errors.js';
-import { RequestChannel, resumeRound } from '../../src/server/channel.js';
+import { RequestChannel, inputBinding, resumeRound } from '../../src/server/channel.js';
 import { checkParamHeaders } from '../../src/server/param-headers.js';
+import { RequestStates } from '../../src/server/request-state.js';
+
+const STATES = new RequestStates();
 
 /** Runs one round: asks `keys` through a fresh channel and returns the input_required result. */
 async function roundAsking(
   params: Record<string, unknown>,
   keys: string[],
+  states = STATES,
 ): Promise<{ result: Record<string, unknown> | undefined; answers: unknown[] }> {
   const channel = new RequestChannel();
-  const round = resumeRound(params, 'tools/call t', channel);
+  const round = resumeRound(params, 'tools/call t', channel, states);
   const answers: unknown[] = [];
   const asks = keys.map((k) =>
     round.ask(k, 'elicitation/create', { message: k }).then(
@@ -62,7 +66,7 @@ describe('input rounds', () => {
     const state = result!.requestState as string;
     const bad = (params: Record<string, unknown>, binding = 'tools/call t') =>
       assert.throws(
-        () => resumeRound(params, binding, new RequestChannel()),
+        () => resumeRound(params, binding, new RequestChannel(), STATES),
         (err: unknown) => err instanceof WireError && err.code === -32602,
       );
     bad({ requestState: state + 'x' });
@@ -71,6 +75,54 @@ describe('input rounds', () => {
     bad({ requestState: state }, 'tools/call other');
     bad({ inputResponses: null });
     bad({ inputResponses: { a: 12345 } });
+    // Sealed by another hub (another random key): refused.
+    bad({ requestState: new RequestStates().seal('tools/call t', {}) });
+  });
+
+  it('opens states sealed by another process of the same hub, and after a key change', async () => {
+    const secret = Buffer.alloc(32, 7);
+    const [a, b] = [new RequestStates(secret), new RequestStates(secret)];
+    const answer = { action: 'accept', content: { ok: true } };
+    const first = await roundAsking({ inputResponses: { a: answer } }, ['a', 'b'], a);
+    const state = first.result!.requestState;
+    // The retry lands on b, which shares the secret: a's answer comes back from the state.
+    const second = await roundAsking(
+      { requestState: state, inputResponses: { b: {} } },
+      ['a', 'b'],
+      b,
+    );
+    assert.equal(second.result, undefined);
+    assert.deepEqual(second.answers, [answer, {}]);
+    // The shared key changes (a Redis that lost it): states sealed before still open once...
+    b.useSecret(Buffer.alloc(32, 8));
+    const third = await roundAsking(
+      { requestState: state, inputResponses: { b: {} } },
+      ['a', 'b'],
+      b,
+    );
+    assert.equal(third.result, undefined);
+    // ...but not after a second change, and never on a process with another secret.
+    b.useSecret(Buffer.alloc(32, 9));
+    assert.throws(() => b.open(state, 'tools/call t'), /integrity check/);
+    assert.throws(
+      () => new RequestStates(Buffer.alloc(32, 1)).open(state, 'tools/call t'),
+      /integrity/,
+    );
+  });
+
+  it('binds a state to the principal that answered', () => {
+    const states = new RequestStates();
+    const params = { name: 't' };
+    const alice = states.seal(inputBinding('tools/call', params, 'alice'), { a: {} });
+    assert.deepEqual(states.open(alice, inputBinding('tools/call', params, 'alice')), { a: {} });
+    assert.throws(
+      () => states.open(alice, inputBinding('tools/call', params, 'bob')),
+      /belongs to another request/,
+    );
+    assert.throws(
+      () => states.open(alice, inputBinding('tools/call', params, undefined)),
+      /belongs to another request/,
+    );
   });
 });
 
