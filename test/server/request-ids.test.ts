@@ -61,7 +61,7 @@ describe('request ids in flight on a stdio connection (2026-07-28)', () => {
   let child: ChildProcessWithoutNullStreams;
   let out = '';
 
-  before(() => {
+  before(async () => {
     const dir = makeHubDir({ p: PLUGIN });
     child = spawn(process.execPath, [
       BIN,
@@ -72,6 +72,21 @@ describe('request ids in flight on a stdio connection (2026-07-28)', () => {
       dir.plugins,
     ]);
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    // The cases time their calls: wait until the hub serves (a loaded machine starts it slowly).
+    let err = '';
+    await new Promise<void>((ready, fail) => {
+      const timer = setTimeout(
+        () => fail(new Error(`the stdio hub did not start:\n${err}`)),
+        60_000,
+      );
+      child.stderr.on('data', (d: Buffer) => {
+        err += d.toString();
+        if (/serving MCP on stdio/.test(err)) {
+          clearTimeout(timer);
+          ready();
+        }
+      });
+    });
   });
   after(() => {
     child.stdin.end();
