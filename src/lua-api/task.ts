@@ -130,6 +130,9 @@ export function installTaskWaits(
         // A task spawned inside a handler's call still acts for that call's caller.
         const tag = state.activeTag;
         const bg = typeof tag !== 'object' || tag === null;
+        // A task spawned in a handler call has that handler's time limit (its timeout_ms), not
+        // the default: a handler allowed 60 s may wait 60 s on what it spawned.
+        const callMs = bg ? undefined : state.activeTimeoutMs;
         const refused = budget.refusal(tag);
         if (refused !== undefined) {
           state.unref(ref);
@@ -141,7 +144,7 @@ export function installTaskWaits(
           try {
             // Started after the current resume returns: never a resume nested inside a host call.
             await Promise.resolve();
-            const limits: CallLimits = { tag, ...spawnLimits() };
+            const limits: CallLimits = { tag, timeoutMs: callMs, ...spawnLimits() };
             if (bg) limits.signal ??= stop.signal;
             watch?.started(n, limits.timeoutMs ?? DEFAULT_TIMEOUT_MS, bg);
             const out = await state.call(ref, rest, limits);

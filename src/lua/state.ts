@@ -326,6 +326,11 @@ export class LuaState {
     return (this.rt.active as RunningCall | undefined)?.tag;
   }
 
+  /** The time limit (ms) of the call whose code is running now, if any. */
+  get activeTimeoutMs(): number | undefined {
+    return (this.rt.active as RunningCall | undefined)?.timeoutMs;
+  }
+
   /** Compiles a chunk and returns a registry reference to the function. */
   load(source: string | Uint8Array, chunkname: string): number {
     this.assertOpen();

@@ -212,3 +212,36 @@ for (const isolation of ['worker', 'none']) {
     });
   });
 }
+
+// A handler allowed 9 s waits 6 s on a task it spawned (before: the task had the default 5 s).
+const PATIENT = String.raw`
+mcp.tool("patient.wait", { timeout_ms = 9000 }, function()
+  local id = task.spawn(function() task.sleep(6000) return "slept" end)
+  local r = task.await(id)
+  return r.is_error and r.content or r.value
+end)
+mcp.tool("patient.brief", { timeout_ms = 600 }, function()
+  local id = task.spawn(function() task.sleep(3000) return "slept" end)
+  local r = task.await(id)
+  return r.is_error and r.content or r.value
+end)
+`;
+
+describe('tasks spawned inside a handler call', () => {
+  let setup: PluginHub;
+  before(async () => {
+    setup = await startPluginHub({ 'patient.lua': PATIENT });
+  });
+  after(() => setup?.stop());
+
+  it("have the handler's time limit, not the default 5 s", async () => {
+    const started = performance.now();
+    const long = call(setup.client, 'patient.wait');
+    // A handler with a short limit: its task ends with the handler's limit, not 5 s later.
+    const brief = await call(setup.client, 'patient.brief');
+    assert.match(brief.text, /timeout/);
+    // Before: "timeout: ... 5000 ms" after 5 s.
+    assert.equal((await long).text, 'slept');
+    assert.ok(performance.now() - started >= 5900);
+  });
+});
