@@ -83,12 +83,12 @@ interface Hub {
   admin: string;
 }
 
-async function startHub(limits = ''): Promise<Hub> {
+async function startHub(limits = '', plugins = '{ dirs: [plugins] }'): Promise<Hub> {
   const dir = makeHubDir({ fan: FAN, slow: SLOW });
   const file = dir.write(
     'moonhub.yaml',
     `auth: { mode: token }
-plugins: { dirs: [plugins] }
+plugins: ${plugins}
 agents:
   A: { plugins: [fan, slow] }
   B: { plugins: [fan, slow] }
@@ -204,6 +204,32 @@ describe('plugin_limits.calls_in_flight_per_principal', () => {
       assert.match(a.why ?? '', /at most 3 tool calls .*calls_in_flight_per_principal/);
     } finally {
       await small.hub.stop();
+    }
+  });
+});
+
+describe("the same on the hub's thread (plugins.isolation: none)", () => {
+  it('takes the share and counts the refusals without a worker', async () => {
+    const h = await startHub(
+      'plugin_limits: { calls_in_flight_per_principal: 2 }\n',
+      '{ dirs: [plugins], isolation: none }',
+    );
+    try {
+      const fan = callTool(h, h.A, 'fan.out', { n: 5 });
+      await sleep(500);
+      const other = JSON.parse(textOf(await callTool(h, h.B, 'fan.out', { n: 1 }))) as {
+        taken: number;
+      };
+      const a = JSON.parse(textOf(await fan)) as { taken: number; why?: string };
+      assert.equal(a.taken, 2);
+      assert.match(a.why ?? '', /at most 2 tool calls .*calls_in_flight_per_principal/);
+      assert.equal(other.taken, 1);
+      assert.equal(await refusalsReaching(h, 'calls_in_flight_per_principal', 3), 3);
+      const out = textOf(await callTool(h, h.A, 'fan.name', { len: 300, how: 'call' }));
+      assert.match(out, /a tool name may be at most 256 characters \(limits\.name_length\)/);
+      assert.equal(await refusalsReaching(h, 'name_length', 1), 1);
+    } finally {
+      await h.hub.stop();
     }
   });
 });
