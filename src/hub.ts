@@ -84,11 +84,15 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     sessionViews: opts.sessionViews,
     settings: opts.pluginSettings,
     reservedNames: new Set(Object.keys(opts.upstreams ?? {})),
-    // A plugin's inner calls keep the front door's name bound (lua-api/inner-refusals.ts).
+    // A plugin's inner calls keep the front door's name and URI bounds (lua-api/inner-refusals.ts).
     limits:
       opts.callable === undefined
         ? opts.pluginLimits
-        : { ...opts.pluginLimits, nameLength: opts.callable.nameLength },
+        : {
+            ...opts.pluginLimits,
+            nameLength: opts.callable.nameLength,
+            uriLength: opts.callable.uriLength,
+          },
     onRefused: refused,
     isolation: opts.isolation,
     hardStopGraceMs: opts.hardStopGraceMs,

@@ -10,19 +10,20 @@ import { wireError, type WireError } from '../errors.js';
 export const DEFAULT_NAME_LENGTH = 256;
 
 /**
- * The refusal of an inner call naming a tool longer than `max`: the front door's own error
+ * The refusal of an inner call naming a tool (or `what`, bounded by `key`) longer than `max`: the
+ * front door's own error
  * (`name_too_long`, naming the key, not echoing the name), or undefined. Checked before the name
  * reaches anything that keeps it: the (principal, tool) rate buckets, the observers (audit log,
  * dashboard), a message to the hub's thread.
  */
-export function innerNameRefusal(name: string, max: number): WireError | undefined {
+export function innerNameRefusal(
+  name: string,
+  max: number,
+  what = 'a tool name',
+  key = 'limits.name_length',
+): WireError | undefined {
   if (name.length <= max) return undefined;
-  return wireError('name_too_long', {
-    what: 'a tool name',
-    max,
-    key: 'limits.name_length',
-    length: name.length,
-  });
+  return wireError('name_too_long', { what, max, key, length: name.length });
 }
 
 /** Told how many refusals of one limit (its label in the metric, e.g. `name_length`) happened. */

@@ -118,14 +118,25 @@ export class RegistryBinding {
   }
 
   /**
-   * The refusal of a call by name (`mcp.call_tool`) naming a tool past the front door's
-   * `limits.name_length`, counted; undefined when the name is within it.
+   * The refusal of a call by name (`mcp.call_tool`, `mcp.get_prompt`: `what` names which) past the
+   * front door's `limits.name_length`, counted; undefined when the name is within it.
    */
-  nameRefusal(name: string): string | undefined {
-    const refusal = innerNameRefusal(name, this.limits.nameLength);
-    if (refusal === undefined) return undefined;
-    this.refused?.('name_length');
-    return refusal.message;
+  nameRefusal(name: string, what = 'a tool name'): string | undefined {
+    return this.counted(innerNameRefusal(name, this.limits.nameLength, what)?.message);
+  }
+
+  /** The same for `mcp.read_resource`'s URI and `limits.subscriptions.uri_length`. */
+  uriRefusal(uri: string): string | undefined {
+    const key = PLUGIN_LIMIT_KEYS.uriLength;
+    return this.counted(
+      innerNameRefusal(uri, this.limits.uriLength, 'a resource URI', key)?.message,
+    );
+  }
+
+  /** A refusal counted under the front door's label for both bounds (`name_length`). */
+  private counted(message: string | undefined): string | undefined {
+    if (message !== undefined) this.refused?.('name_length');
+    return message;
   }
 
   /** Counts a registration under `key` against the plugin's bound, or raises at the bound. */

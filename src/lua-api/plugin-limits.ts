@@ -55,6 +55,11 @@ export interface PluginLimits {
    * the front door's `limits.name_length` (set by the hub, not under `plugin_limits`).
    */
   nameLength: number;
+  /**
+   * Characters of a URI the plugin's `mcp.read_resource` may name: the front door's
+   * `limits.subscriptions.uri_length` (set by the hub).
+   */
+  uriLength: number;
 }
 
 export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
@@ -75,6 +80,7 @@ export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
   callsInFlight: 256,
   callsInFlightPerPrincipal: 64,
   nameLength: 256,
+  uriLength: 4096,
 };
 
 /** The config key of each limit, for error messages. */
@@ -96,6 +102,7 @@ export const PLUGIN_LIMIT_KEYS: Record<keyof PluginLimits, string> = {
   callsInFlight: 'plugin_limits.calls_in_flight',
   callsInFlightPerPrincipal: 'plugin_limits.calls_in_flight_per_principal',
   nameLength: 'limits.name_length',
+  uriLength: 'limits.subscriptions.uri_length',
 };
 
 /**

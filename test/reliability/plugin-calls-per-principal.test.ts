@@ -60,6 +60,12 @@ mcp.tool("fan.name", {
   elseif p.how == "call_tool" then
     local content, err = mcp.call_tool(name, {})
     return tostring(err)
+  elseif p.how == "get_prompt" then
+    local prompt, err = mcp.get_prompt(name, {})
+    return tostring(err)
+  elseif p.how == "read_resource" then
+    local contents, err = mcp.read_resource("fan://" .. name)
+    return tostring(err)
   end
   return task.await(mcp.call(name, {})).content
 end)
@@ -239,7 +245,7 @@ describe("a plugin's inner calls keep limits.name_length", () => {
   before(async () => (h = await startHub()));
   after(async () => h?.hub.stop());
 
-  it('refuses mcp.call, tools.use and mcp.call_tool past it, counted; the hub stays well', async () => {
+  it('refuses mcp.call, tools.use, mcp.call_tool (and prompt names, URIs) past it, counted; the hub stays well', async () => {
     const before = await refusals(h, 'name_length');
     const pid = h.hub.child.pid!;
     const rss0 = rssMiB(pid);
@@ -255,8 +261,19 @@ describe("a plugin's inner calls keep limits.name_length", () => {
     }
     const exact = textOf(await callTool(h, h.A, 'fan.name', { len: 256, how: 'call' }));
     assert.match(exact, /^Unknown tool/, 'a name of exactly 256 is looked up');
-    const counted = await refusalsReaching(h, 'name_length', before + 30);
-    assert.equal(counted - before, 30);
+    // Prompt names and resource URIs as at the front door (prompts/get, resources/read).
+    const prompt = textOf(await callTool(h, h.A, 'fan.name', { len: 257, how: 'get_prompt' }));
+    assert.equal(
+      prompt,
+      'Invalid params: a prompt name may be at most 256 characters (limits.name_length); this one has 257',
+    );
+    const uri = textOf(await callTool(h, h.A, 'fan.name', { len: 5000, how: 'read_resource' }));
+    assert.equal(
+      uri,
+      'Invalid params: a resource URI may be at most 4096 characters (limits.subscriptions.uri_length); this one has 5006',
+    );
+    const counted = await refusalsReaching(h, 'name_length', before + 32);
+    assert.equal(counted - before, 32);
     assert.ok(rssMiB(pid) - rss0 < 100, 'RSS bounded');
     assert.equal(textOf(await callTool(h, h.B, 'fan.one')), 'quick');
   });
