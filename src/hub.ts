@@ -9,6 +9,7 @@ import { PluginHost, type PluginIsolation } from './plugins/plugin-host.js';
 import { registerCodeMode, type ExecuteOptions, type InnerCallSink } from './execute/index.js';
 import type { ExecuteStats } from './execute/worker-pool.js';
 import type { PluginLimits, SessionViews } from './lua-api/index.js';
+import type { RefusalReport } from './lua-api/inner-refusals.js';
 import { registerHubStatus } from './hub-status.js';
 import { upstreamsOf } from './upstream/manager.js';
 import { startConfiguredUpstreams } from './upstream/from-config.js';
@@ -53,11 +54,20 @@ export interface Hub {
   executeStats(): ExecuteStats | undefined;
   /** `execute`'s inner calls, each announced here from now on (operations.ts: the observers). */
   observeInnerCalls(sink: InnerCallSink): void;
+  /**
+   * Told from now on of the inner calls (plugins' `mcp.call`/`tools.use`/`mcp.call_tool`,
+   * `execute` scripts') refused by a limit, by its metric label (`moonhub_limit_refusals_total`).
+   */
+  onRefused(listener: RefusalReport): () => void;
   stop(): Promise<void>;
 }
 
 export async function startHub(opts: HubOptions): Promise<Hub> {
   const registry = new Registry({ hubId: opts.hubId, callable: opts.callable });
+  const refusalListeners = new Set<RefusalReport>();
+  const refused: RefusalReport = (limit, count) => {
+    for (const l of refusalListeners) l(limit, count);
+  };
   // A prompt, resource or completion handler that raised is the plugin's error, not the hub's.
   registry.onHandlerError((err) =>
     opts.logger.warn(
@@ -74,7 +84,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     sessionViews: opts.sessionViews,
     settings: opts.pluginSettings,
     reservedNames: new Set(Object.keys(opts.upstreams ?? {})),
-    limits: opts.pluginLimits,
+    // A plugin's inner calls keep the front door's name and URI bounds (lua-api/inner-refusals.ts).
+    limits:
+      opts.callable === undefined
+        ? opts.pluginLimits
+        : {
+            ...opts.pluginLimits,
+            nameLength: opts.callable.nameLength,
+            uriLength: opts.callable.uriLength,
+          },
+    onRefused: refused,
     isolation: opts.isolation,
     hardStopGraceMs: opts.hardStopGraceMs,
     spareWorker: opts.spareWorker,
@@ -91,7 +110,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const codeMode =
     opts.execute === false
       ? undefined
-      : registerCodeMode(registry, opts.execute ?? {}, opts.logger);
+      : registerCodeMode(registry, { ...opts.execute, onRefused: refused }, opts.logger);
   const stop = async () => {
     await plugins.stop();
     // Upstream sessions end and stdio children are killed with the hub.
@@ -105,5 +124,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     stop,
     executeStats: () => codeMode?.stats(),
     observeInnerCalls: (sink) => codeMode?.observeInnerCalls(sink),
+    onRefused: (listener) => {
+      refusalListeners.add(listener);
+      return () => refusalListeners.delete(listener);
+    },
   };
 }

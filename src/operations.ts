@@ -141,6 +141,8 @@ function startMetrics(w: Wiring): HubMetrics | undefined {
   for (const p of hub.plugins.status())
     metrics.pluginEvent({ type: p.loaded ? 'loaded' : 'failed', name: p.name });
   w.closers.push(hub.plugins.onEvent((e) => metrics.pluginEvent(e)));
+  // Inner calls (plugins', execute scripts') refused by a limit count like requests refused.
+  w.closers.push(hub.onRefused((limit, count) => metrics.refused(limit, count)));
   return metrics;
 }
 

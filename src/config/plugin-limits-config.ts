@@ -21,6 +21,7 @@ export interface PluginLimitsConfig {
   upstream_import_interval_ms?: number;
   resource_updates_per_second?: number;
   calls_in_flight?: number;
+  calls_in_flight_per_principal?: number;
 }
 
 type CamelCase<S extends string> = S extends `${infer H}_${infer T}`

@@ -12,6 +12,7 @@ import { toJsonText } from '../registry/results.js';
 import type { CallContext, ToolResult } from '../registry/types.js';
 import { directPlan, type DirectPlan } from './direct-plan.js';
 import { observeHubCalls, replayDirectCalls, type InnerCallSink } from './inner-observe.js';
+import type { RefusalReport } from '../lua-api/inner-refusals.js';
 import { innerNameRefusal, type InnerRateGate, type ResolvedExecuteOptions } from './options.js';
 import type { ScriptOutcome, ScriptPool } from './worker-pool.js';
 
@@ -99,6 +100,8 @@ export function executeHandler(
         signal: ctx.signal,
         observe: sink === undefined ? undefined : sink.wantsArguments ? 2 : 1,
       });
+      // Refused in the script's worker, before anything crossed: counted here, as it reports.
+      if (outcome.nameRefusals !== undefined) opts.onRefused?.('name_length', outcome.nameRefusals);
       const log = outcome.directLog;
       // After the answer is out: the caller does not wait for the observers.
       if (sink !== undefined && log !== undefined)
@@ -153,7 +156,7 @@ function scriptCaller(
   });
   // The name bound first, as at the front door: what follows keeps the name (rate buckets,
   // observers). The script's worker refuses such names already; this holds whatever sends them.
-  let call = boundedNames(base.call, opts.nameLength);
+  let call = boundedNames(base.call, opts.nameLength, opts.onRefused);
   const gate = opts.innerRate;
   if (gate !== undefined) call = rateLimited(call, gate, ctx.principal);
   if (sink !== undefined) call = observeHubCalls(call, sink, ctx);
@@ -189,11 +192,20 @@ function noticeTo(ctx: CallContext, logger: Logger): (text: string, params: unkn
   };
 }
 
-/** Inner calls naming a tool past `limits.name_length` fail with the front door's error. */
-function boundedNames(call: ToolCaller['call'], max: number): ToolCaller['call'] {
+/**
+ * Inner calls naming a tool past `limits.name_length` fail with the front door's error, counted
+ * as its refusals are.
+ */
+function boundedNames(
+  call: ToolCaller['call'],
+  max: number,
+  refused: RefusalReport | undefined,
+): ToolCaller['call'] {
   return (name, args) => {
     const tooLong = innerNameRefusal(name, max);
-    return tooLong === undefined ? call(name, args) : Promise.reject(tooLong);
+    if (tooLong === undefined) return call(name, args);
+    refused?.('name_length', 1);
+    return Promise.reject(tooLong);
   };
 }
 

@@ -1,4 +1,4 @@
-import { wireError, type WireError } from '../errors.js';
+import { DEFAULT_NAME_LENGTH, type RefusalReport } from '../lua-api/inner-refusals.js';
 
 /**
  * The limits and sizes of the `execute` tool. Every key is optional; the config file (another
@@ -65,6 +65,11 @@ export interface ExecuteOptions {
    * its caller could. Absent: no tool is limited.
    */
   innerRate?: InnerRateGate;
+  /**
+   * Told of inner calls refused by a limit (`name_length`): the hub's refusal counter
+   * (`moonhub_limit_refusals_total`). Absent: not counted.
+   */
+  onRefused?: RefusalReport;
 }
 
 /** Per-(principal, tool) rate limits, as the server layer keeps them (a structural type). */
@@ -78,29 +83,19 @@ export interface InnerRateGate {
   ): { limit: string; retryAfterMs: number } | undefined;
 }
 
-export type ResolvedExecuteOptions = Required<Omit<ExecuteOptions, 'root' | 'innerRate'>> & {
+export type ResolvedExecuteOptions = Required<
+  Omit<ExecuteOptions, 'root' | 'innerRate' | 'onRefused'>
+> & {
   root: string | undefined;
   innerRate: InnerRateGate | undefined;
+  onRefused: RefusalReport | undefined;
 };
 
-/** The front door's default `limits.name_length` (src/server/session-limits.ts). */
-const DEFAULT_NAME_LENGTH = 256;
-
 /**
- * The refusal of an inner call naming a tool longer than `max`: the front door's own error
- * (`name_too_long`, naming the key, not echoing the name), or undefined. Checked before the name
- * reaches anything that keeps it: the (principal, tool) rate buckets, the observers (audit log,
- * dashboard), the message to the hub's thread.
+ * An inner call naming a tool past `limits.name_length` is refused with the front door's error
+ * (lua-api/inner-refusals.ts, shared with plugins' inner calls).
  */
-export function innerNameRefusal(name: string, max: number): WireError | undefined {
-  if (name.length <= max) return undefined;
-  return wireError('name_too_long', {
-    what: 'a tool name',
-    max,
-    key: 'limits.name_length',
-    length: name.length,
-  });
-}
+export { innerNameRefusal } from '../lua-api/inner-refusals.js';
 
 export function resolveExecuteOptions(o: ExecuteOptions = {}): ResolvedExecuteOptions {
   return {
@@ -124,5 +119,6 @@ export function resolveExecuteOptions(o: ExecuteOptions = {}): ResolvedExecuteOp
     cleanupMs: o.cleanupMs ?? 1000,
     nameLength: o.nameLength ?? DEFAULT_NAME_LENGTH,
     innerRate: o.innerRate,
+    onRefused: o.onRefused,
   };
 }

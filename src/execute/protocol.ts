@@ -113,4 +113,6 @@ export type FromWorker =
       directCalls?: number;
       /** Those calls one by one, when the run was asked to observe them (inner-observe.ts). */
       directLog?: DirectCallRecord[];
+      /** Inner calls refused here for naming a tool past `limits.name_length` (metrics). */
+      nameRefusals?: number;
     };

@@ -17,6 +17,8 @@ export type ScriptOutcome = (
 ) & {
   /** The run's direct calls, when it was asked to record them (ScriptJob.observe). */
   directLog?: DirectCallRecord[];
+  /** Inner calls the worker refused for their name's length (the hub counts them). */
+  nameRefusals?: number;
 };
 
 /** The run a slot holds. */
@@ -125,6 +127,12 @@ export function relayCall(
 
 /** A finished run's report as its outcome. */
 export function outcomeOf(msg: Extract<FromWorker, { type: 'done' }>): ScriptOutcome {
+  const out = outcomeFields(msg);
+  if (msg.nameRefusals !== undefined) out.nameRefusals = msg.nameRefusals;
+  return out;
+}
+
+function outcomeFields(msg: Extract<FromWorker, { type: 'done' }>): ScriptOutcome {
   return msg.ok
     ? {
         ok: true,

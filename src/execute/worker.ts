@@ -84,7 +84,7 @@ const waiting = new Map<
 >();
 let nextCall = 1;
 
-function callerFor(run: number, tools: string[]): ToolCaller {
+function callerFor(run: number, tools: string[], refused: { names: number }): ToolCaller {
   // Notices are cut and rate-limited here, before they cross to the hub's thread: a script
   // calling notice() in a tight loop would otherwise queue messages faster than the hub reads
   // them (the hub's memory grew by GiBs in seconds).
@@ -103,7 +103,10 @@ function callerFor(run: number, tools: string[]): ToolCaller {
     call: (name, args) => {
       // Refused here, before the name is copied to the hub's thread or looked up anywhere.
       const tooLong = innerNameRefusal(name, setup.nameLength);
-      if (tooLong !== undefined) return Promise.reject(tooLong);
+      if (tooLong !== undefined) {
+        refused.names++;
+        return Promise.reject(tooLong);
+      }
       return (
         direct.call(name, args) ??
         new Promise<ToolResult>((resolve, reject) => {
@@ -176,9 +179,10 @@ async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
   if (msg.report) post({ type: 'started', run: msg.run });
   if (msg.tools !== undefined) lastTools = msg.tools;
   direct.begin(msg.run, msg.direct);
+  const refused = { names: 0 };
   const run: Run = {
     id: msg.run,
-    caller: callerFor(msg.run, lastTools),
+    caller: callerFor(msg.run, lastTools, refused),
     output: [],
     outputBytes: 0,
     outputExceeded: undefined,
@@ -203,18 +207,21 @@ async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
         `result limit exceeded: the returned value is ${size} bytes of JSON; the ceiling is ${setup.resultBytes}`,
       );
     }
-    done({
-      type: 'done',
-      run: msg.run,
-      ok: true,
-      result: pictures.value,
-      images: pictures.images,
-      output: output(),
-    });
+    done(
+      {
+        type: 'done',
+        run: msg.run,
+        ok: true,
+        result: pictures.value,
+        images: pictures.images,
+        output: output(),
+      },
+      refused,
+    );
   } catch (err) {
     let error = err instanceof Error ? err.message : String(err);
     if (run.outputExceeded && !error.includes('output limit exceeded')) error = run.outputExceeded;
-    done({ type: 'done', run: msg.run, ok: false, error, output: output() });
+    done({ type: 'done', run: msg.run, ok: false, error, output: output() }, refused);
   } finally {
     holder.run = undefined;
     // Calls still out belong to a finished run: their answers will find nobody.
@@ -228,7 +235,8 @@ async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
 }
 
 /** The run's answer, with the direct calls it left running (the hub keeps their hard stop). */
-function done(msg: Extract<FromWorker, { type: 'done' }>): void {
+function done(msg: Extract<FromWorker, { type: 'done' }>, refused: { names: number }): void {
+  if (refused.names > 0) msg.nameRefusals = refused.names;
   const left = direct.end(msg.run);
   if (left !== undefined) msg.direct = left;
   if (direct.made > 0) msg.directCalls = direct.made;

@@ -5,6 +5,7 @@
  */
 import type { ToolResult } from '../registry/types.js';
 import type { ToolCaller } from './tool-caller.js';
+import { innerNameRefusal } from './inner-refusals.js';
 
 /** What `mcp.poll` and `task.await` hand back for a finished call. */
 export interface PollResult {
@@ -25,6 +26,18 @@ export interface CallTrackerLimits {
    * the config key that sets it (a plugin's `plugin_limits.calls_in_flight`); unlimited when absent.
    */
   callsInFlight?: { max: number; key: string };
+  /**
+   * ... of them one principal may have running, and its key (a plugin's
+   * `plugin_limits.calls_in_flight_per_principal`). `principal` names whose call starts one: the
+   * principal of the handler call whose code runs now ('' for unauthenticated callers, one
+   * principal together), or undefined outside any handler (top level, background tasks: the
+   * plugin's own calls, which count against `callsInFlight` only).
+   */
+  callsInFlightPerPrincipal?: { max: number; key: string; principal: () => string | undefined };
+  /** Characters of a tool name a call may name (the front door's `limits.name_length`). */
+  nameLength?: number;
+  /** Told of each call refused by one of the bounds above, by the limit's metric label. */
+  refused?: (limit: string) => void;
 }
 
 /** How a call or task ended. */
@@ -62,6 +75,8 @@ export class CallTracker {
   private running = 0;
   /** Tool calls running (`running` less the tasks). */
   private calls = 0;
+  /** Tool calls running per principal; a principal with none has no entry (the map stays small). */
+  private readonly byPrincipal = new Map<string, number>();
   private nextId = 1;
 
   constructor(
@@ -70,29 +85,61 @@ export class CallTracker {
   ) {}
 
   /** Why a new call (or task) may not start now, or undefined. */
-  private refusal(kind: 'call' | 'task'): string | undefined {
-    const { maxCalls, maxConcurrent, callsInFlight } = this.limits;
+  private refusal(): string | undefined {
+    const { maxCalls, maxConcurrent } = this.limits;
     if (maxCalls !== undefined && this.started >= maxCalls) {
       return `call limit exceeded: a script may start at most ${maxCalls} calls`;
     }
     if (maxConcurrent !== undefined && this.running >= maxConcurrent) {
       return `concurrency limit exceeded: at most ${maxConcurrent} calls may run at once (wait for some with task.await before starting more)`;
     }
-    if (kind === 'call' && callsInFlight !== undefined && this.calls >= callsInFlight.max) {
+    return undefined;
+  }
+
+  /**
+   * Why a tool call for `who` may not start now (the plugin's bounds on calls in flight), or
+   * undefined. The principal's share first, so a principal at its share is told of its own
+   * bound; a share as large as the total bounds nothing of its own, and the total is named.
+   */
+  private flightRefusal(who: string | undefined): string | undefined {
+    const { callsInFlight, callsInFlightPerPrincipal: share } = this.limits;
+    if (
+      share !== undefined &&
+      who !== undefined &&
+      share.max < (callsInFlight?.max ?? Infinity) &&
+      (this.byPrincipal.get(who) ?? 0) >= share.max
+    ) {
+      this.limits.refused?.('calls_in_flight_per_principal');
+      return `calls in flight limit exceeded: at most ${share.max} tool calls (mcp.call, tools.use) of this plugin may run at once for one principal (${share.key}); wait for some with task.await before starting more`;
+    }
+    if (callsInFlight !== undefined && this.calls >= callsInFlight.max) {
+      this.limits.refused?.('calls_in_flight');
       return `calls in flight limit exceeded: at most ${callsInFlight.max} tool calls (mcp.call, tools.use) of this plugin may run at once (${callsInFlight.key}); wait for some with task.await before starting more`;
     }
     return undefined;
   }
 
+  /** Why a call naming `name` may not start: the front door's name bound, or undefined. */
+  private nameRefusal(name: string): string | undefined {
+    const max = this.limits.nameLength;
+    const refusal = max === undefined ? undefined : innerNameRefusal(name, max);
+    if (refusal === undefined) return undefined;
+    this.limits.refused?.('name_length');
+    return refusal.message;
+  }
+
   /** Starts a tool call, or records a refusal; returns the request id either way. */
   start(name: string, args: Record<string, unknown> | undefined, refused?: string): string {
-    const reason = refused ?? this.refusal('call');
+    // Who starts it, read now: the handler whose code runs at this moment.
+    const who = this.limits.callsInFlightPerPrincipal?.principal();
+    const reason = this.nameRefusal(name) ?? refused ?? this.refusal() ?? this.flightRefusal(who);
     // A refused call never runs: mcp.poll answers it at once, not after a turn (LUA_API §3.1).
     if (reason !== undefined) return this.track('call', { error: reason });
     this.started++;
     return this.track('call', async () => {
       this.running++;
       this.calls++;
+      if (who !== undefined) this.count(who, 1);
       try {
         return { result: await this.caller().call(name, args ?? {}) };
       } catch (err) {
@@ -100,13 +147,20 @@ export class CallTracker {
       } finally {
         this.running--;
         this.calls--;
+        if (who !== undefined) this.count(who, -1);
       }
     });
   }
 
+  private count(who: string, by: 1 | -1): void {
+    const n = (this.byPrincipal.get(who) ?? 0) + by;
+    if (n > 0) this.byPrincipal.set(who, n);
+    else this.byPrincipal.delete(who);
+  }
+
   /** Tracks a spawned task (its promise yields the function's first value or throws). */
   spawn(run: () => Promise<unknown>): string | { refused: string } {
-    const reason = this.refusal('task');
+    const reason = this.refusal();
     if (reason !== undefined) return { refused: reason };
     this.started++;
     return this.track('task', async () => {

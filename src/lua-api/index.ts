@@ -18,6 +18,8 @@ import { registryCaller, type ToolCaller } from './tool-caller.js';
 import { activeHandlerContext, nestedContext, noticeData } from './nested-call.js';
 import { builtinModule as chilkatModule } from './chilkat.js';
 import { LIB_MCP_MODULE } from './botster-compat.js';
+import { RefusalTally, type RefusalReport } from './inner-refusals.js';
+import type { CallContext } from '../registry/types.js';
 
 /**
  * The built-in modules `require` finds before a plugin's own files: `chilkat` (an MCP client)
@@ -57,10 +59,18 @@ export interface ApiOptions {
   limits?: Partial<PluginLimits>;
   /** Told as `task.spawn` tasks start and end (a worker: the hub keeps a hard stop for each). */
   taskWatch?: TaskWatch;
+  /**
+   * Told of the state's calls refused by a limit (`name_length`, `calls_in_flight`,
+   * `calls_in_flight_per_principal`), at most once per limit and event-loop turn: the hub's
+   * refusal counter (a worker posts it to the hub's thread).
+   */
+  onRefused?: RefusalReport;
 }
 
 export function installApi(state: LuaState, opts: ApiOptions): void {
   const limits = resolvePluginLimits(opts.limits);
+  const tally = opts.onRefused === undefined ? undefined : new RefusalTally(opts.onRefused);
+  const refused = tally === undefined ? undefined : (limit: string) => tally.count(limit);
   // One gate per state: its log lines, notices and progress messages share one rate.
   const gate = new MessageGate(limits, (n) => opts.logger.warn(droppedMessage(n, limits)));
   installContext(state, gate);
@@ -70,6 +80,7 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
     sessionViews: opts.sessionViews,
     limits,
     warn: (message) => opts.logger.warn(message),
+    refused,
   });
   installTask(state);
   installLog(state, opts.logger, gate);
@@ -106,8 +117,17 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
     taskWatch: opts.taskWatch,
     // Per state, not per handler call: handler calls run at once as many as clients send, so a
     // per-call share would bound nothing; per state it bounds what the plugin makes the hub hold.
+    // Within it each principal has a share, so one agent's fan-out cannot refuse every other
+    // agent's calls into this plugin; the plugin's own calls (no handler) take the total only.
     limits: {
       callsInFlight: { max: limits.callsInFlight, key: PLUGIN_LIMIT_KEYS.callsInFlight },
+      callsInFlightPerPrincipal: {
+        max: limits.callsInFlightPerPrincipal,
+        key: PLUGIN_LIMIT_KEYS.callsInFlightPerPrincipal,
+        principal: () => principalOf(activeHandlerContext(state)),
+      },
+      nameLength: limits.nameLength,
+      refused,
     },
   });
   installProxyApi(state, {
@@ -123,4 +143,13 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
     importIntervalMs: limits.upstreamImportIntervalMs,
   });
   installChilkat(state, { root: opts.root });
+}
+
+/**
+ * Whose share a call started now takes: the running handler's principal ('' for callers nobody
+ * authenticated, one principal together, as `limits.http_in_flight_per_principal` counts them),
+ * or undefined outside any handler.
+ */
+function principalOf(outer: CallContext | undefined): string | undefined {
+  return outer === undefined ? undefined : (outer.principal ?? '');
 }

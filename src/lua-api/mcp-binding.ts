@@ -11,6 +11,7 @@ import type { CallContext, OwnerFilter } from '../registry/types.js';
 import { callWithContext } from './context.js';
 import { activeHandlerContext, nestedContext } from './nested-call.js';
 import { contextFields } from './botster-compat.js';
+import { innerNameRefusal } from './inner-refusals.js';
 import {
   droppedUpdates,
   handlerFailure,
@@ -30,6 +31,8 @@ export interface RegistryBindingOptions {
   limits?: PluginLimits;
   /** Told (a log line) how many `mcp.resource_updated` calls its rate dropped. */
   warn?: (message: string) => void;
+  /** Told of each call refused by a limit (its metric label), for the hub's refusal counter. */
+  refused?: (limit: string) => void;
 }
 
 /** What a session (by its uuid) may see: its owner filter, or null when there is no such session. */
@@ -48,6 +51,7 @@ export class RegistryBinding {
   private readonly registered = new Set<string>();
   /** `mcp.resource_updated`'s rate: each call is work on the hub's thread, whoever listens. */
   readonly updates: RateGate;
+  private readonly refused: ((limit: string) => void) | undefined;
 
   constructor(
     readonly state: LuaState,
@@ -57,6 +61,7 @@ export class RegistryBinding {
     this.owner = opts.owner;
     this.sessionViews = opts.sessionViews;
     this.limits = opts.limits ?? resolvePluginLimits();
+    this.refused = opts.refused;
     const limits = this.limits;
     this.updates = new RateGate(limits.resourceUpdatesPerSecond, (n) =>
       opts.warn?.(droppedUpdates(n, limits)),
@@ -110,6 +115,28 @@ export class RegistryBinding {
     } catch (err) {
       throw handlerFailure(err, this.limits);
     }
+  }
+
+  /**
+   * The refusal of a call by name (`mcp.call_tool`, `mcp.get_prompt`: `what` names which) past the
+   * front door's `limits.name_length`, counted; undefined when the name is within it.
+   */
+  nameRefusal(name: string, what = 'a tool name'): string | undefined {
+    return this.counted(innerNameRefusal(name, this.limits.nameLength, what)?.message);
+  }
+
+  /** The same for `mcp.read_resource`'s URI and `limits.subscriptions.uri_length`. */
+  uriRefusal(uri: string): string | undefined {
+    const key = PLUGIN_LIMIT_KEYS.uriLength;
+    return this.counted(
+      innerNameRefusal(uri, this.limits.uriLength, 'a resource URI', key)?.message,
+    );
+  }
+
+  /** A refusal counted under the front door's label for both bounds (`name_length`). */
+  private counted(message: string | undefined): string | undefined {
+    if (message !== undefined) this.refused?.('name_length');
+    return message;
   }
 
   /** Counts a registration under `key` against the plugin's bound, or raises at the bound. */

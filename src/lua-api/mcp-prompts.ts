@@ -29,6 +29,8 @@ export function promptFunctions(b: RegistryBinding): Record<string, HostFunction
       fn: async (args, call) => {
         const name = checkString(args, call, 1, 'get_prompt');
         const input = (optTable(args, call, 2, 'get_prompt') ?? {}) as Record<string, string>;
+        const tooLong = b.nameRefusal(name, 'a prompt name');
+        if (tooLong !== undefined) return new LuaMulti([undefined, tooLong]);
         try {
           const ctx = b.contextFor(call, undefined);
           return await registry.getPrompt(name, input, ctx, ctx.filter);

@@ -47,6 +47,8 @@ export function resourceFunctions(b: RegistryBinding): Record<string, HostFuncti
       async: true,
       fn: async (args, call) => {
         const uri = checkString(args, call, 1, 'read_resource');
+        const tooLong = b.uriRefusal(uri);
+        if (tooLong !== undefined) return new LuaMulti([undefined, tooLong]);
         const ctx = b.contextFor(call, args[1]);
         try {
           const result = await registry.readResource(uri, ctx, ctx.filter);

@@ -132,6 +132,9 @@ function callToolSpec(b: RegistryBinding): HostFunctionSpec {
     fn: async (args, call: HostCall) => {
       const name = checkString(args, call, 1, 'call_tool');
       const params = optTable(args, call, 2, 'call_tool') ?? {};
+      // As Botster's refusals: `nil, err`, before the name goes anywhere that keeps it.
+      const tooLong = b.nameRefusal(name);
+      if (tooLong !== undefined) return new LuaMulti([undefined, tooLong]);
       const ctx = b.contextFor(call, args[2]);
       try {
         const result = await registry.callTool(name, params, ctx, ctx.filter);

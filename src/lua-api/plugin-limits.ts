@@ -45,6 +45,21 @@ export interface PluginLimits {
   resourceUpdatesPerSecond: number;
   /** Tool calls (`mcp.call`, `tools.use`) one plugin's state may have running (`calls_in_flight`). */
   callsInFlight: number;
+  /**
+   * ... of them one principal's handler calls (and the tasks they spawned) may have running
+   * (`calls_in_flight_per_principal`; default a quarter of `callsInFlight`, at least 1).
+   */
+  callsInFlightPerPrincipal: number;
+  /**
+   * Characters of a tool name the plugin's `mcp.call`, `tools.use` and `mcp.call_tool` may name:
+   * the front door's `limits.name_length` (set by the hub, not under `plugin_limits`).
+   */
+  nameLength: number;
+  /**
+   * Characters of a URI the plugin's `mcp.read_resource` may name: the front door's
+   * `limits.subscriptions.uri_length` (set by the hub).
+   */
+  uriLength: number;
 }
 
 export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
@@ -63,6 +78,9 @@ export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
   upstreamImportIntervalMs: DEFAULT_IMPORT_INTERVAL_MS,
   resourceUpdatesPerSecond: 1000,
   callsInFlight: 256,
+  callsInFlightPerPrincipal: 64,
+  nameLength: 256,
+  uriLength: 4096,
 };
 
 /** The config key of each limit, for error messages. */
@@ -82,7 +100,19 @@ export const PLUGIN_LIMIT_KEYS: Record<keyof PluginLimits, string> = {
   upstreamImportIntervalMs: IMPORT_INTERVAL_KEY,
   resourceUpdatesPerSecond: 'plugin_limits.resource_updates_per_second',
   callsInFlight: 'plugin_limits.calls_in_flight',
+  callsInFlightPerPrincipal: 'plugin_limits.calls_in_flight_per_principal',
+  nameLength: 'limits.name_length',
+  uriLength: 'limits.subscriptions.uri_length',
 };
+
+/**
+ * The per-principal share when the config does not set it: a quarter of the plugin's total, so
+ * one principal's fan-out leaves three quarters to the others, and at least four principals at
+ * their share are needed to fill the plugin (raising the total raises the share with it).
+ */
+export function defaultPerPrincipal(callsInFlight: number): number {
+  return Math.max(1, Math.ceil(callsInFlight / 4));
+}
 
 /**
  * Characters of a URI `mcp.resource_updated` takes: `limits.subscriptions.uri_length`'s default,
@@ -95,6 +125,8 @@ export function resolvePluginLimits(given: Partial<PluginLimits> = {}): PluginLi
   for (const [k, v] of Object.entries(given)) {
     if (typeof v === 'number') out[k as keyof PluginLimits] = v;
   }
+  if (given.callsInFlightPerPrincipal === undefined)
+    out.callsInFlightPerPrincipal = defaultPerPrincipal(out.callsInFlight);
   return out;
 }
 

@@ -253,8 +253,8 @@ export class HubMetrics {
       this.reloads.inc({ plugin: e.name, outcome: e.type });
   }
 
-  refused(limit: string): void {
-    this.refusals.inc({ limit });
+  refused(limit: string, count = 1): void {
+    this.refusals.inc({ limit }, count);
   }
 
   /** Wraps the upstream call hook: counts and times each proxied call. */

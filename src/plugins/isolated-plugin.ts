@@ -487,6 +487,8 @@ export class IsolatedPlugin implements DirectPlugin {
         return this.hardStop.arm(this.tasks.started(msg.id, msg.ms, msg.background));
       case 'task-end':
         return this.tasks.ended(msg.id);
+      case 'refused':
+        return this.opts.onRefused?.(msg.limit, msg.count);
     }
   }
 

@@ -25,6 +25,8 @@ export interface IsolatedPluginOptions {
   sessionViews?: SessionViews;
   settings?: Readonly<Record<string, unknown>>;
   limits?: Readonly<Record<string, number>>;
+  /** Told of the plugin's calls its worker refused by a limit (the hub's refusal counter). */
+  onRefused?: (limit: string, count: number) => void;
   /** Where workers come from (a spare started ahead makes reloads and restarts fast). */
   pool?: WorkerPool;
   /** Callers' contexts the worker keeps (`plugins.context_table_size`; 0: sent with each call). */

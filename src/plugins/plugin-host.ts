@@ -18,6 +18,7 @@ import {
   type PluginLimits,
   type SessionViews,
 } from '../lua-api/index.js';
+import type { RefusalReport } from '../lua-api/inner-refusals.js';
 import { discoverPlugins, locatePlugin, type PluginSource } from './discover.js';
 import { chunkName, findModule } from './find-module.js';
 import { IsolatedPlugin } from './isolated-plugin.js';
@@ -58,6 +59,8 @@ export interface PluginHostOptions {
   spareWorker?: boolean;
   /** Callers' contexts each plugin worker keeps (`plugins.context_table_size`; default 256). */
   contextTableSize?: number;
+  /** Told of plugins' calls refused by a limit (the hub's refusal counter). */
+  onRefused?: RefusalReport;
 }
 
 export type PluginIsolation = 'worker' | 'none';
@@ -230,6 +233,7 @@ export class PluginHost {
         sessionViews: this.opts.sessionViews,
         settings: this.opts.settings?.[source.name],
         limits: this.opts.limits,
+        onRefused: this.opts.onRefused,
       });
       registry.reset(source.name);
       const ref = state.load(code, `@${chunkName(source.entry, source)}`);
@@ -287,6 +291,7 @@ export class PluginHost {
       sessionViews: this.opts.sessionViews,
       settings: this.opts.settings?.[source.name],
       limits: this.opts.limits,
+      onRefused: this.opts.onRefused,
       pool: this.pool,
       contextTableSize: this.opts.contextTableSize,
     });

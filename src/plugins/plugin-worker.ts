@@ -328,6 +328,8 @@ async function load(): Promise<void> {
       settings: setup.settings,
       limits: setup.limits,
       taskWatch,
+      // Counted on the hub's thread (moonhub_limit_refusals_total), one message per turn.
+      onRefused: (limit, count) => post({ type: 'refused', limit, count }),
     });
     const ref = state.load(setup.code, setup.chunkname);
     await state.call(ref, [], { timeoutMs: setup.loadTimeoutMs });

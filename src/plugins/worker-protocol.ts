@@ -125,6 +125,8 @@ export type FromWorker =
   /** A task (`task.spawn`) started, with its time limit: the hub keeps a hard stop for it. */
   | { type: 'task'; id: number; ms: number; background: boolean }
   | { type: 'task-end'; id: number }
+  /** Calls the worker refused by a limit since its last report (metric label, count). */
+  | { type: 'refused'; limit: string; count: number }
   | { type: 'closed' };
 
 export type AsyncOp =

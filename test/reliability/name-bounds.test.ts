@@ -149,6 +149,11 @@ observe: { audit: { to: audit.jsonl } }
     await sleep(300);
     const rss0 = rssMiB(pid);
     const audit0 = statSync(audit).size;
+    const refusals = async () =>
+      sample(await scrape(baseOf(url), admin), 'moonhub_limit_refusals_total', {
+        limit: 'name_length',
+      });
+    const refused0 = await refusals();
     let served = 0;
     let running = true;
     const honest = (async () => {
@@ -189,6 +194,8 @@ observe: { audit: { to: audit.jsonl } }
     const logged = statSync(audit).size - audit0;
     assert.ok(logged < 100_000, `the audit log grew by ${logged} bytes`);
     assert.ok(served > 3, `B was served ${served} times`);
+    // Counted like the front door's refusals: the 60 mcp.call and the tools.use (before: none).
+    assert.equal((await refusals()) - refused0, 61);
   });
 
   it('registers a definition longer than the bounds, with one warning naming it', async () => {

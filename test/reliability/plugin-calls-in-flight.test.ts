@@ -3,7 +3,9 @@
  * on the calls it kept running; against a slow tool the last session measured 54-102k calls in
  * flight and 400-750 MiB. Now one plugin's state may have 256 tool calls running (default); one
  * more is refused at once, as LUA_API §3.1 says a refused call is: it still has an id, and
- * `mcp.poll` answers `is_error` with the reason, which names the limit and its key.
+ * `mcp.poll` answers `is_error` with the reason, which names the limit and its key. The flood runs
+ * in one principal's handler call, so its share (`calls_in_flight_per_principal`, 64 by default:
+ * plugin-calls-per-principal.test.ts) is raised to the total here to reach the plugin's bound.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -57,11 +59,24 @@ const HONEST_P99_MS = 500;
 let setup: PluginHub;
 
 before(async () => {
-  setup = await startPluginHub({
-    'caller.lua': CALLER,
-    'slow.lua': SLOW,
-    'ok.lua': 'mcp.tool("ok", {}, function() return "ok" end)',
-  });
+  setup = await startPluginHub(
+    {
+      'caller.lua': CALLER,
+      'slow.lua': SLOW,
+      'ok.lua': 'mcp.tool("ok", {}, function() return "ok" end)',
+    },
+    (d) => [
+      '--config',
+      d.write(
+        'moonhub.json',
+        JSON.stringify({
+          plugins: { dirs: ['plugins'] },
+          plugin_limits: { calls_in_flight_per_principal: LIMIT },
+        }),
+      ),
+      '--no-watch',
+    ],
+  );
 });
 
 after(() => setup?.stop());
@@ -110,7 +125,10 @@ describe('plugin_limits.calls_in_flight', () => {
       '--config',
       d.write(
         'moonhub.json',
-        JSON.stringify({ plugins: { dirs: ['plugins'] }, plugin_limits: { calls_in_flight: 3 } }),
+        JSON.stringify({
+          plugins: { dirs: ['plugins'] },
+          plugin_limits: { calls_in_flight: 3, calls_in_flight_per_principal: 3 },
+        }),
       ),
       '--no-watch',
     ]);
