@@ -1,5 +1,5 @@
 /**
- * `node dist/bench/workers-cpu.js [rounds] [seconds] [--other=TREE] [--connections=N]`: the
+ * `node dist/bench/workers-cpu.js [rounds] [seconds] [--other=TREE] [--node-args=A,B]`: the
  * `cluster-workers2` row's question, answered per thread. One plain hub and one `--workers 2`
  * hub (the Lua echo, 2026-07-28, wrk with one thread and 50 connections, as in
  * bench/scenarios/cluster.ts), measured in alternating order, each round printing the rate and
@@ -140,11 +140,16 @@ function wrkWithCpu(
   });
 }
 
-async function clusterHub(start: Start, name: string, cluster: string): Promise<Proc> {
+async function clusterHub(
+  start: Start,
+  name: string,
+  cluster: string,
+  nodeArgs: string[] = [],
+): Promise<Proc> {
   const dir = scratchDir(`workers-cpu-${name}`);
   const config = join(dir, 'moonhub.yaml');
   writeFileSync(config, `data_dir: ${join(dir, 'data')}\n${cluster}`);
-  return start(name, { plugins: [ECHO_PLUGINS], watch: false, config });
+  return start(name, { plugins: [ECHO_PLUGINS], watch: false, config, nodeArgs });
 }
 
 interface Target {
@@ -160,13 +165,17 @@ async function main(): Promise<void> {
   const seconds = Number(positional[1] ?? 4);
   const connections = Number(opt('connections') ?? 50);
   const targets: Target[] = [];
-  const add = async (id: string, start: Start, cluster: string) => {
-    const proc = await clusterHub(start, id, cluster);
+  const add = async (id: string, start: Start, cluster: string, nodeArgs: string[] = []) => {
+    const proc = await clusterHub(start, id, cluster, nodeArgs);
     targets.push({ id, proc, spec: echoCall(proc.url, 'modern') });
   };
   try {
     await add('one', startHub, '');
     await add('workers2', startHub, 'cluster: { workers: 2 }\n');
+    // `--node-args=a,b`: a third target, `--workers 2` with these node flags (its workers inherit them).
+    const nodeArgs = opt('node-args');
+    if (nodeArgs !== undefined)
+      await add('workers2-args', startHub, 'cluster: { workers: 2 }\n', nodeArgs.split(','));
     const other = opt('other');
     if (other !== undefined) {
       const mod = (await import(
