@@ -4,6 +4,13 @@
  * other worker. Nothing to install; the primary does no other work, so the relay costs one IPC
  * hop each way. A message for one instance (`answers.<instance>`) goes to that worker alone,
  * named by the hello each worker sends first; to no one when no live worker is that instance.
+ *
+ * The messages a worker publishes in one turn of its event loop cross as one IPC message (a
+ * batch), and the primary relays a batch as one message per receiving worker: each IPC message
+ * costs a JSON encoding, a write system call and a parse on every hop, so a plugin's burst of
+ * `mcp.resource_updated` (1000 at once under the default rate) took the publishing worker, the
+ * primary and every other worker that many times, stalling their other clients on a loaded
+ * machine (test/reliability/resource-update-flood). Order per publisher is kept.
  */
 import type { Worker } from 'node:cluster';
 import { HandlerTable, checkChannel, type BusHandler, type MessageBus } from './bus.js';
@@ -20,9 +27,18 @@ interface Envelope {
   a?: number;
 }
 
-interface Ack {
-  moonhubBusAck: number;
+/** Envelopes published in one turn, in order (`MAX_BATCH` at most). */
+interface Batch {
+  moonhubBusBatch: Envelope[];
 }
+
+/** The primary's acknowledgements of the confirmed messages of one batch, in order. */
+interface Ack {
+  moonhubBusAck: number[];
+}
+
+/** A turn's batch is sent early at this many messages: no IPC message grows without bound. */
+const MAX_BATCH = 256;
 
 /** A worker's first message: the instance id it uses on the bus. */
 interface Hello {
@@ -42,22 +58,48 @@ function isEnvelope(m: unknown): m is Envelope {
   );
 }
 
+/** The envelopes of an IPC message: one, a batch, or none (not a bus message). */
+function envelopesOf(m: unknown): Envelope[] {
+  if (isEnvelope(m)) return [m];
+  const batch = (m as Batch | null)?.moonhubBusBatch;
+  return Array.isArray(batch) ? batch.filter(isEnvelope) : [];
+}
+
+/** One IPC message for `list` (non-empty): the envelope alone, or a batch. */
+function packed(list: Envelope[]): Envelope | Batch {
+  return list.length === 1 ? list[0]! : { moonhubBusBatch: list };
+}
+
 /** The worker's side. Needs a process started by node:cluster (or any fork with IPC). */
 export class IpcBus implements MessageBus {
   readonly kind = 'ipc' as const;
   private readonly table: HandlerTable;
   private readonly onMessage = (m: unknown) => {
-    if (isEnvelope(m)) {
-      if (m.o !== this.instanceId) this.table.deliver(m.c, m.d, m.o);
-    } else if (typeof (m as Ack | null)?.moonhubBusAck === 'number') {
-      const done = this.acks.get((m as Ack).moonhubBusAck);
-      this.acks.delete((m as Ack).moonhubBusAck);
-      done?.(undefined);
+    const acked = (m as Ack | null)?.moonhubBusAck;
+    if (Array.isArray(acked)) {
+      for (const n of acked) {
+        const done = this.acks.get(n);
+        this.acks.delete(n);
+        done?.(undefined);
+      }
+      return;
     }
+    for (const e of envelopesOf(m)) if (e.o !== this.instanceId) this.table.deliver(e.c, e.d, e.o);
   };
   private closed = false;
   private nextAck = 0;
   private readonly acks = new Map<number, (err: Error | undefined) => void>();
+  /** This turn's envelopes for the primary, sent together by `flush`. */
+  private outbox: Envelope[] = [];
+  private flushing: NodeJS.Immediate | undefined;
+  private readonly flush = (): void => {
+    if (this.flushing !== undefined) clearImmediate(this.flushing);
+    this.flushing = undefined;
+    const list = this.outbox;
+    if (list.length === 0) return;
+    this.outbox = [];
+    if (process.connected) process.send!(packed(list));
+  };
 
   constructor(
     readonly instanceId: string = newInstanceId(),
@@ -118,7 +160,9 @@ export class IpcBus implements MessageBus {
     // Serialized now, as the other processes will see it; our own handlers get the same copy.
     const copy = data === undefined ? undefined : (JSON.parse(JSON.stringify(data)) as unknown);
     queueMicrotask(() => this.table.deliver(channel, copy, this.instanceId));
-    if (process.connected) process.send!(env);
+    this.outbox.push(env);
+    if (this.outbox.length >= MAX_BATCH) this.flush();
+    else this.flushing ??= setImmediate(this.flush);
   }
 
   subscribe(channel: string, handler: BusHandler): () => void {
@@ -127,6 +171,8 @@ export class IpcBus implements MessageBus {
   }
 
   async close(): Promise<void> {
+    // What was published before closing still leaves, as it did when each message left at once.
+    this.flush();
     this.closed = true;
     process.off('message', this.onMessage);
     for (const done of this.acks.values()) done(new Error('the IPC bus is closed'));
@@ -151,7 +197,10 @@ export class BusRelay {
       if (typeof hello === 'string') {
         instance = hello;
         this.byInstance.set(hello, worker);
-      } else if (isEnvelope(m)) this.relay(worker, m);
+      } else {
+        const list = envelopesOf(m);
+        if (list.length > 0) this.relay(worker, list);
+      }
     });
     worker.on('exit', () => {
       if (instance !== undefined && this.byInstance.get(instance) === worker)
@@ -159,18 +208,24 @@ export class BusRelay {
     });
   }
 
-  private relay(from: Worker, m: Envelope): void {
-    const to = addresseeOf(m.c);
-    if (to === undefined) {
-      for (const other of this.workers()) {
-        if (other === from || !other.isConnected()) continue;
-        other.send(m);
-      }
-    } else {
-      const other = this.byInstance.get(to);
-      if (other !== undefined && other !== from && other.isConnected()) other.send(m);
+  /** Relays one worker's envelopes: one IPC message per receiving worker, order kept. */
+  private relay(from: Worker, list: Envelope[]): void {
+    const out = new Map<Worker, Envelope[]>();
+    const to = (w: Worker | undefined, m: Envelope) => {
+      if (w === undefined || w === from || !w.isConnected()) return;
+      const mine = out.get(w);
+      if (mine === undefined) out.set(w, [m]);
+      else mine.push(m);
+    };
+    const acks: number[] = [];
+    for (const m of list) {
+      const addressee = addresseeOf(m.c);
+      if (addressee === undefined) for (const other of this.workers()) to(other, m);
+      else to(this.byInstance.get(addressee), m);
+      if (m.a !== undefined) acks.push(m.a);
     }
+    for (const [w, mine] of out) w.send(packed(mine));
     // Handed to every other worker's channel before the publisher hears back (publishConfirmed).
-    if (m.a !== undefined && from.isConnected()) from.send({ moonhubBusAck: m.a } satisfies Ack);
+    if (acks.length > 0 && from.isConnected()) from.send({ moonhubBusAck: acks } satisfies Ack);
   }
 }

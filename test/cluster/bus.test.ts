@@ -229,6 +229,42 @@ describe('ipc bus between node:cluster workers', () => {
     await Promise.all(workers.map((w) => new Promise((r) => (w.once('exit', r), w.kill()))));
   });
 
+  it("sends one turn's messages as one IPC message each way, in order", async () => {
+    cluster.setupPrimary({
+      exec: join(dirname(fileURLToPath(import.meta.url)), 'ipc-worker.fixture.js'),
+      silent: true,
+    });
+    const workers = [cluster.fork(), cluster.fork()];
+    const relay = new BusRelay(() => workers);
+    for (const w of workers) relay.add(w);
+    const reports = new Map<number, string[]>();
+    // IPC messages carrying bus envelopes, as the primary receives them from the publisher.
+    let fromPublisher = 0;
+    for (const w of workers)
+      w.on('message', (m: { report?: string[]; moonhubBus?: 1; moonhubBusBatch?: unknown[] }) => {
+        if (m.report) reports.set(w.id, m.report);
+        if (w === workers[0] && (m.moonhubBus === 1 || Array.isArray(m.moonhubBusBatch)))
+          fromPublisher++;
+      });
+    await Promise.all(
+      workers.map(
+        (w) => new Promise((r) => w.on('message', (m: { ready?: boolean }) => m.ready && r(0))),
+      ),
+    );
+    try {
+      const n = 500;
+      workers[1]!.send({ expect: n });
+      workers[0]!.send({ go: n });
+      await until(() => reports.size === 2, 10_000);
+      const expected = Array.from({ length: n }, (_, i) => `n${i}`);
+      for (const w of workers) assert.deepEqual(reports.get(w.id), expected, `worker ${w.id}`);
+      // One message per 256 published in the turn; before, one per message (500).
+      assert.equal(fromPublisher, Math.ceil(n / 256));
+    } finally {
+      await Promise.all(workers.map((w) => new Promise((r) => (w.once('exit', r), w.kill()))));
+    }
+  });
+
   it('publishConfirmed resolves once the primary relayed the message to the others', async () => {
     cluster.setupPrimary({
       exec: join(dirname(fileURLToPath(import.meta.url)), 'ipc-worker.fixture.js'),

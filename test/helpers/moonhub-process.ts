@@ -12,6 +12,14 @@ import { fileURLToPath } from 'node:url';
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 export const BIN = join(ROOT, 'bin', 'moonhub.js');
 
+/**
+ * How long a hub may take to say it serves. `--workers 2` with two plugins starts seven
+ * isolates (primary, workers, plugin threads), 5-10 s on this 2-core box under load and past
+ * 20 s (the bound before) when another test file runs beside it (2 of 10 runs of
+ * test/reliability/resource-update-flood).
+ */
+const START_TIMEOUT_MS = 60_000;
+
 export interface MoonhubProcess {
   url: string;
   child: ChildProcess;
@@ -36,7 +44,12 @@ export async function startMoonhub(
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   child.once('exit', () => (exited = true));
   const url = await new Promise<string>((resolveUrl, reject) => {
-    const timer = setTimeout(() => reject(new Error(`moonhub did not start:\n${err}`)), 20_000);
+    const timer = setTimeout(() => {
+      // A hub left running keeps the test's process alive: the file then hangs until the
+      // runner's timeout instead of failing here.
+      child.kill('SIGKILL');
+      reject(new Error(`moonhub did not start within ${START_TIMEOUT_MS} ms:\n${err}`));
+    }, START_TIMEOUT_MS);
     const onData = () => {
       const m = /serving MCP at (\S+)/.exec(err);
       if (m) {
