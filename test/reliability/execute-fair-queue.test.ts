@@ -89,7 +89,7 @@ agents:
         return r;
       }),
     );
-    for (let i = 0; i < 100 && refusedSoFar < FLOOD - 1 - MAX_QUEUED; i++) await sleep(20);
+    for (let i = 0; i < 250 && refusedSoFar < FLOOD - 1 - MAX_QUEUED; i++) await sleep(20);
     assert.equal(refusedSoFar, FLOOD - 1 - MAX_QUEUED, 'A was refused past 1 running + 8 waiting');
     const t0 = performance.now();
     const b = resultOf(await run(B, 'return "b"'));
