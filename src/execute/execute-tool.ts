@@ -98,6 +98,7 @@ export function executeHandler(
         tools: tools.names,
         direct: tools.direct,
         signal: ctx.signal,
+        principal: ctx.principal,
         observe: sink === undefined ? undefined : sink.wantsArguments ? 2 : 1,
       });
       // Refused in the script's worker, before anything crossed: counted here, as it reports.

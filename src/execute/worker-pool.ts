@@ -13,6 +13,7 @@ import type { Logger } from '../log.js';
 import type { ToolCaller } from '../lua-api/tool-caller.js';
 import type { DirectPlan } from './direct-plan.js';
 import { revokeAll } from './direct-grants.js';
+import { FairQueue } from './fair-queue.js';
 import type { ResolvedExecuteOptions } from './options.js';
 import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
 import {
@@ -33,6 +34,8 @@ export interface ScriptJob {
   /** Which of them the run may call directly on their plugin's worker (direct-plan.ts). */
   direct?: DirectPlan;
   signal?: AbortSignal;
+  /** Whose run it is: the queue is shared fairly by principal (fair-queue.ts). */
+  principal?: string;
   /** Record each direct call for the observers (inner-observe.ts): 1 without arguments, 2 with. */
   observe?: 1 | 2;
 }
@@ -48,16 +51,22 @@ export interface ExecuteStats {
 
 export type { ScriptOutcome } from './script-slot.js';
 
+/** A run waiting for a worker. */
+interface Waiting {
+  start: (slot: Slot) => void;
+  resolve: (o: ScriptOutcome) => void;
+  /** Answers the run `execute is busy` (the queue is full, or it gave its place up). */
+  refuse: () => void;
+  /** Drops its cancel listener once it left the queue. */
+  unlisten?: () => void;
+}
+
 /** How long a worker may take to load its Lua module and start a run. */
 const START_LIMIT_MS = 30_000;
 
 export class ScriptPool {
   private readonly slots: Slot[] = [];
-  private readonly queue: {
-    job: ScriptJob;
-    start: (slot: Slot) => void;
-    resolve: (o: ScriptOutcome) => void;
-  }[] = [];
+  private readonly queue: FairQueue<Waiting>;
   private nextRun = 1;
   /** Inner calls made so far, by path (metrics: moonhub_execute_inner_calls_total). */
   private readonly innerCalls = { direct: 0, hub: 0 };
@@ -70,6 +79,7 @@ export class ScriptPool {
     private readonly opts: ResolvedExecuteOptions,
     private readonly logger?: Logger,
   ) {
+    this.queue = new FairQueue(opts.maxQueued);
     this.setup = {
       memoryBytes: opts.memoryBytes,
       outputBytes: opts.outputBytes,
@@ -93,27 +103,31 @@ export class ScriptPool {
       const free = this.slots.find((s) => s.job === undefined && s.cleaning === undefined);
       if (free) return start(free);
       if (this.slots.length < this.opts.workers) return start(this.spawn());
-      if (this.queue.length >= this.opts.maxQueued) {
-        return resolve(
-          failed(
-            `execute is busy: ${this.opts.workers} scripts are running and ${this.queue.length} are waiting; try again later`,
-          ),
-        );
+      const waiting: Waiting = { start, resolve, refuse: () => resolve(this.busy()) };
+      const { queued, evicted } = this.queue.push(job.principal, waiting);
+      // The newest run of the principal holding the most gave its place up to this one.
+      if (evicted !== undefined) {
+        evicted.unlisten?.();
+        evicted.refuse();
       }
-      const entry = { job, start, resolve };
-      this.queue.push(entry);
-      job.signal?.addEventListener(
-        'abort',
-        () => {
-          const i = this.queue.indexOf(entry);
-          if (i >= 0) {
-            this.queue.splice(i, 1);
-            resolve(failed('the call was cancelled'));
-          }
-        },
-        { once: true },
-      );
+      if (queued === undefined) return waiting.refuse();
+      const signal = job.signal;
+      if (signal === undefined) return;
+      const onAbort = () => {
+        if (this.queue.remove(queued)) resolve(failed('the call was cancelled'));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      // Started or refused: the listener must not keep the entry (and its run) alive.
+      waiting.unlisten = () => signal.removeEventListener('abort', onAbort);
     });
+  }
+
+  /** The refusal of a run the queue has no place for, counted as the hub's refusals are. */
+  private busy(): ScriptOutcome {
+    this.opts.onRefused?.('execute_queue', 1);
+    return failed(
+      `execute is busy: ${this.opts.workers} scripts are running and ${this.queue.size} are waiting (execute.max_queued, shared fairly between principals); try again later`,
+    );
   }
 
   /** The tools changed: every run's direct grant is revoked (its next calls go the slow way). */
@@ -130,7 +144,7 @@ export class ScriptPool {
   stats(): ExecuteStats {
     return {
       running: this.slots.filter((s) => s.job !== undefined).length,
-      queued: this.queue.length,
+      queued: this.queue.size,
       workers: this.slots.length,
       innerCalls: { ...this.innerCalls },
     };
@@ -143,7 +157,7 @@ export class ScriptPool {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const q of this.queue.splice(0)) q.resolve(failed('the hub is shutting down'));
+    for (const q of this.queue.drain()) q.resolve(failed('the hub is shutting down'));
     await Promise.allSettled(this.slots.map((s) => s.worker.terminate()));
     // Runs cut short by the shutdown: their scratch folders go too.
     for (const s of this.slots) s.job?.finish(failed('the hub is shutting down'));
@@ -283,7 +297,7 @@ export class ScriptPool {
     slot.direct.abandon();
     job?.finish(failed(reason));
     // The finish above handed the queue to nothing (the slot is gone): start a new worker for it.
-    if (this.queue.length > 0 && !this.closed) this.next(this.spawn());
+    if (this.queue.size > 0 && !this.closed) this.next(this.spawn());
   }
 
   private onExit(slot: Slot, reason: string): void {
@@ -292,13 +306,15 @@ export class ScriptPool {
     this.slots.splice(i, 1);
     if (slot.cleaning) clearTimeout(slot.cleaning.timer);
     slot.job?.finish(failed(reason));
-    if (this.queue.length > 0 && !this.closed) this.next(this.spawn());
+    if (this.queue.size > 0 && !this.closed) this.next(this.spawn());
   }
 
   private next(slot: Slot): void {
     if (slot.job !== undefined || slot.cleaning !== undefined || !this.slots.includes(slot)) return;
     const q = this.queue.shift();
-    if (q) q.start(slot);
+    if (q === undefined) return;
+    q.unlisten?.();
+    q.start(slot);
   }
 
   private onMessage(slot: Slot, msg: FromWorker): void {
