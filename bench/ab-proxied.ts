@@ -39,7 +39,8 @@ interface Pair {
 
 interface Reading {
   rps: number;
-  /** µs of CPU per call: the proxying hub (proxied only) and the upstream. */
+  /** µs of CPU per call: wrk, the proxying hub (proxied only) and the upstream. */
+  wrkUs: number;
   proxyUs: number;
   upUs: number;
   proxyR: number;
@@ -91,11 +92,16 @@ async function measure(p: Pair, which: 'direct' | 'proxied', seconds: number): P
   const up = p.upstream.child.pid!;
   const px = p.proxying.child.pid!;
   const [c0u, c0p, s0u, s0p] = [cpuMsOf(up), cpuMsOf(px), syscalls(up), syscalls(px)];
-  const s = await runWrk(which === 'direct' ? p.direct : p.proxied, { connections: 50, seconds });
+  const s = await runWrk(which === 'direct' ? p.direct : p.proxied, {
+    connections: 50,
+    seconds,
+    wrkCpu: true,
+  });
   const [c1u, c1p, s1u, s1p] = [cpuMsOf(up), cpuMsOf(px), syscalls(up), syscalls(px)];
   const n = s.requests;
   return {
     rps: s.rps,
+    wrkUs: ((s.wrkCpuMs ?? NaN) * 1000) / n,
     proxyUs: ((c1p - c0p) * 1000) / n,
     upUs: ((c1u - c0u) * 1000) / n,
     proxyR: (s1p.r - s0p.r) / n,
@@ -126,6 +132,9 @@ async function main(): Promise<void> {
     }
     const got = new Map<string, Reading[]>();
     const ratios = new Map<string, number[]>();
+    // What the rate ratio would be with the machine's CPU the only limit: all CPU per direct
+    // call (wrk + upstream) over all CPU per proxied call (wrk + both hubs). Load moves it less.
+    const cpuRatios = new Map<string, number[]>();
     const targets = pairs.flatMap((p) =>
       (['direct', 'proxied'] as const).map((w) => [p, w] as const),
     );
@@ -141,6 +150,9 @@ async function main(): Promise<void> {
       for (const p of pairs) {
         const ratio = round.get(`${p.tree} proxied`)!.rps / round.get(`${p.tree} direct`)!.rps;
         ratios.set(p.tree, [...(ratios.get(p.tree) ?? []), ratio]);
+        const [d, x] = [round.get(`${p.tree} direct`)!, round.get(`${p.tree} proxied`)!];
+        const cpu = (d.wrkUs + d.upUs) / (x.wrkUs + x.proxyUs + x.upUs);
+        cpuRatios.set(p.tree, [...(cpuRatios.get(p.tree) ?? []), cpu]);
       }
       console.error(
         `round ${r + 1}: ` +
@@ -153,15 +165,17 @@ async function main(): Promise<void> {
       const m = (sel: (x: Reading) => number) => median(rs.map(sel));
       console.log(
         `${k}: req/s ${Math.round(m((x) => x.rps))} (${rs.map((x) => Math.round(x.rps)).join(' ')}); ` +
-          `upstream ${f1(m((x) => x.upUs))} µs, r ${f2(m((x) => x.upR))} w ${f2(m((x) => x.upW))}` +
+          `wrk ${f1(m((x) => x.wrkUs))} µs; upstream ${f1(m((x) => x.upUs))} µs, r ${f2(m((x) => x.upR))} w ${f2(m((x) => x.upW))}` +
           (k.endsWith('proxied')
             ? `; proxying ${f1(m((x) => x.proxyUs))} µs, r ${f2(m((x) => x.proxyR))} w ${f2(m((x) => x.proxyW))}`
             : ''),
       );
     }
+    const pc = (rs: number[]) =>
+      `${(median(rs) * 100).toFixed(1)} % (${rs.map((x) => (x * 100).toFixed(1)).join(' ')})`;
     for (const [tree, rs] of ratios)
       console.log(
-        `${tree}: proxied/direct median ${(median(rs) * 100).toFixed(1)} % (${rs.map((x) => (x * 100).toFixed(1)).join(' ')})`,
+        `${tree}: proxied/direct by req/s ${pc(rs)}; by CPU per call ${pc(cpuRatios.get(tree)!)}`,
       );
   } finally {
     for (const p of procs) await p.stop();
