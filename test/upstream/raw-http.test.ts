@@ -256,6 +256,20 @@ describe('the lean HTTP client, pipelining', () => {
     assert.equal(pipelined - before, 4, 'four requests written behind the first');
   });
 
+  it('writes up to 16 requests of one turn on one socket by default', async () => {
+    // 16, not 8 (session 14): a busy turn's calls in one write instead of two, here and in the
+    // upstream's reads (docs/performance.md, "Proxy hop, session 14").
+    const start = connections;
+    const before = pipelined;
+    const all = await Promise.all(Array.from({ length: 16 }, (_, i) => post(pool, `/d${i}`)));
+    assert.deepEqual(
+      all.map((o) => o.body),
+      all.map((_, i) => `ok /d${i}`),
+    );
+    assert.equal(connections, start, 'the idle socket carried all sixteen');
+    assert.equal(pipelined - before, 15, 'fifteen requests written behind the first');
+  });
+
   it('spreads more requests than the depth over several sockets', async () => {
     const own = new RawHttpPool('127.0.0.1', (server.address() as AddressInfo).port, 4);
     await post(own, '/prime-own');
