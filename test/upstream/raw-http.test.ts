@@ -13,7 +13,13 @@ import {
   type Server as TcpServer,
 } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { RawHttpPool, type RawExchange, type RawRequest } from '../../src/upstream/raw-http.js';
+import { DEFAULT_PLUGIN_LIMITS } from '../../src/lua-api/plugin-limits.js';
+import {
+  DEFAULT_PIPELINE_DEPTH,
+  RawHttpPool,
+  type RawExchange,
+  type RawRequest,
+} from '../../src/upstream/raw-http.js';
 
 interface Outcome {
   status?: number;
@@ -268,6 +274,9 @@ describe('the lean HTTP client, pipelining', () => {
     );
     assert.equal(connections, start, 'the idle socket carried all sixteen');
     assert.equal(pipelined - before, 15, 'fifteen requests written behind the first');
+    // And the default a Lua proxy gets when the config says nothing is the same.
+    assert.equal(DEFAULT_PLUGIN_LIMITS.upstreamPipeline, DEFAULT_PIPELINE_DEPTH);
+    assert.equal(DEFAULT_PIPELINE_DEPTH, 16);
   });
 
   it('spreads more requests than the depth over several sockets', async () => {
