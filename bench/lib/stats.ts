@@ -25,4 +25,6 @@ export interface Sample {
   errors: number;
   /** The server process's CPU time (user + system) per request, when measured. */
   cpuUsPerRequest?: number;
+  /** wrk's own CPU time (user + system) over the run, when asked for (WrkRun.wrkCpu). */
+  wrkCpuMs?: number;
 }

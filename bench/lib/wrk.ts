@@ -94,6 +94,15 @@ export interface WrkRun {
   seconds: number;
   /** A request taking longer counts as a timeout error (default 10 s). */
   timeoutS?: number;
+  /** Also take wrk's own CPU time (`Sample.wrkCpuMs`), from bash's `times` after it exits. */
+  wrkCpu?: boolean;
+}
+
+/** Children's user + system ms from bash's `times` (its last line: `0m1.234s 0m0.567s`). */
+function childrenMs(out: string): number | undefined {
+  const m = /(\d+)m([\d.]+)s (\d+)m([\d.]+)s\s*$/.exec(out);
+  if (!m) return undefined;
+  return (Number(m[1]) * 60 + Number(m[2]) + Number(m[3]) * 60 + Number(m[4])) * 1000;
 }
 
 /** Runs wrk (one thread) against `s` and parses its report. */
@@ -110,7 +119,11 @@ export function runWrk(s: RequestSpec, run: WrkRun): Promise<Sample> {
     s.url,
   ];
   return new Promise((res, rej) => {
-    const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = run.wrkCpu
+      ? spawn('bash', ['-c', 'wrk "$@"; s=$?; times; exit $s', 'wrk', ...args], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        })
+      : spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
@@ -118,7 +131,9 @@ export function runWrk(s: RequestSpec, run: WrkRun): Promise<Sample> {
     child.once('exit', (code) => {
       if (code !== 0) return rej(new Error(`wrk exited ${code}:\n${out}`));
       try {
-        res(parseWrk(out));
+        const sample = parseWrk(out);
+        const ms = run.wrkCpu ? childrenMs(out) : undefined;
+        res(ms === undefined ? sample : { ...sample, wrkCpuMs: ms });
       } catch (err) {
         rej(err);
       }

@@ -79,7 +79,7 @@ async function verifyEcho(s: RequestSpec, expect = 'hello'): Promise<void> {
   if (text !== expect) throw new Error(`echo answered ${JSON.stringify(text)}`);
 }
 
-async function toolNames(url: string): Promise<string[]> {
+export async function toolNames(url: string): Promise<string[]> {
   const r = resultOf(await send(spec(url, 'modern', 'tools/list', {}), 1));
   return (r.tools as { name: string }[]).map((t) => t.name);
 }

@@ -13,6 +13,7 @@ import {
   REQUESTS_PER_SECOND_KEY,
 } from '../upstream/request-gate.js';
 import { DEFAULT_IMPORT_INTERVAL_MS, IMPORT_INTERVAL_KEY } from '../upstream/import-pacer.js';
+import { DEFAULT_PIPELINE_DEPTH } from '../upstream/raw-http.js';
 
 export interface PluginLimits {
   /** Bytes a handler's result may take once read from Lua (`result_bytes`). */
@@ -72,7 +73,7 @@ export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
   upstreams: 64,
   writeBytes: 64 * 1024 * 1024,
   upstreamAnswerBytes: 16 * 1024 * 1024,
-  upstreamPipeline: 8,
+  upstreamPipeline: DEFAULT_PIPELINE_DEPTH,
   upstreamRequestsPerSecond: DEFAULT_UPSTREAM_REQUESTS_PER_SECOND,
   upstreamRequestsInFlight: DEFAULT_UPSTREAM_REQUESTS_IN_FLIGHT,
   upstreamImportIntervalMs: DEFAULT_IMPORT_INTERVAL_MS,

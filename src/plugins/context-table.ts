@@ -8,6 +8,7 @@
  * it too); ids are never reused, so a late message can never name another caller's entry.
  */
 import type { CallContext } from '../registry/types.js';
+import { capsKey } from './caps-key.js';
 import { callerPart, plainContext } from './remote-registry.js';
 import type { PeerWire, PlainContext, ToWorker } from './worker-protocol.js';
 
@@ -27,19 +28,10 @@ export interface ContextEntry {
   peer?: PeerWire;
 }
 
-/** Capabilities objects seen before, with their JSON (a session's object is the same each call). */
-const capsText = new WeakMap<object, string>();
-
-function capsKey(caps: Record<string, unknown>): string {
+function capsKeyOf(caps: Record<string, unknown>): string {
   // No capabilities (most 2026-07-28 requests, each with an object of its own): nothing to
-  // stringify, and no WeakMap entry per request for the collector to clear.
-  if (isEmpty(caps)) return '{}';
-  let text = capsText.get(caps);
-  if (text === undefined) {
-    text = JSON.stringify(caps);
-    capsText.set(caps, text);
-  }
-  return text;
+  // compare or stringify.
+  return isEmpty(caps) ? '{}' : capsKey(caps);
 }
 
 function isEmpty(o: object): boolean {
@@ -86,7 +78,7 @@ export class ContextTable {
     if (peer !== undefined) {
       key += peer.pollLater ? 'P' : 'p';
       if (peer.caps !== undefined) {
-        const caps = capsKey(peer.caps);
+        const caps = capsKeyOf(peer.caps);
         if (caps.length > MAX_SHARED_CAPS_CHARS) return undefined;
         key += part(caps);
       } else key += '-';

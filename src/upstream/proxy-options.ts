@@ -29,7 +29,7 @@ export interface ProxyOptions {
   backoffMs?: number;
   /** Bytes of one answer (plugin_limits.upstream_answer_bytes; default 16 MiB). */
   answerBytes?: number;
-  /** Requests written together on one socket (plugin_limits.upstream_pipeline; default 8). */
+  /** Requests written together on one socket (plugin_limits.upstream_pipeline; default 16). */
   pipelineDepth?: number;
   /**
    * Tools, prompts and resources (each kind) imported from the upstream; the rest are skipped

@@ -13,7 +13,13 @@ import {
   type Server as TcpServer,
 } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { RawHttpPool, type RawExchange, type RawRequest } from '../../src/upstream/raw-http.js';
+import { DEFAULT_PLUGIN_LIMITS } from '../../src/lua-api/plugin-limits.js';
+import {
+  DEFAULT_PIPELINE_DEPTH,
+  RawHttpPool,
+  type RawExchange,
+  type RawRequest,
+} from '../../src/upstream/raw-http.js';
 
 interface Outcome {
   status?: number;
@@ -254,6 +260,23 @@ describe('the lean HTTP client, pipelining', () => {
     );
     assert.equal(connections, start, 'the idle socket carried all five');
     assert.equal(pipelined - before, 4, 'four requests written behind the first');
+  });
+
+  it('writes up to 16 requests of one turn on one socket by default', async () => {
+    // 16, not 8 (session 14): a busy turn's calls in one write instead of two, here and in the
+    // upstream's reads (docs/performance.md, "Proxy hop, session 14").
+    const start = connections;
+    const before = pipelined;
+    const all = await Promise.all(Array.from({ length: 16 }, (_, i) => post(pool, `/d${i}`)));
+    assert.deepEqual(
+      all.map((o) => o.body),
+      all.map((_, i) => `ok /d${i}`),
+    );
+    assert.equal(connections, start, 'the idle socket carried all sixteen');
+    assert.equal(pipelined - before, 15, 'fifteen requests written behind the first');
+    // And the default a Lua proxy gets when the config says nothing is the same.
+    assert.equal(DEFAULT_PLUGIN_LIMITS.upstreamPipeline, DEFAULT_PIPELINE_DEPTH);
+    assert.equal(DEFAULT_PIPELINE_DEPTH, 16);
   });
 
   it('spreads more requests than the depth over several sockets', async () => {
