@@ -98,19 +98,24 @@ export class CallTracker {
 
   /**
    * Why a tool call for `who` may not start now (the plugin's bounds on calls in flight), or
-   * undefined. The principal's share first, so a principal at its share is told of its own
-   * bound; a share as large as the total bounds nothing of its own, and the total is named.
+   * undefined. A principal past its share may still borrow free places, but never the last
+   * `share` of them: those stay for the other principals. So a lone principal (one agent, or
+   * every caller of a hub without authentication) keeps most of the total, and one that floods
+   * cannot lock the others out. The share first, so a principal refused for it is told of its
+   * own bound; a share as large as the total bounds nothing of its own, and the total is named.
    */
   private flightRefusal(who: string | undefined): string | undefined {
     const { callsInFlight, callsInFlightPerPrincipal: share } = this.limits;
+    const total = callsInFlight?.max ?? Infinity;
+    const own = who === undefined ? 0 : (this.byPrincipal.get(who) ?? 0);
     if (
       share !== undefined &&
-      who !== undefined &&
-      share.max < (callsInFlight?.max ?? Infinity) &&
-      (this.byPrincipal.get(who) ?? 0) >= share.max
+      share.max < total &&
+      own >= share.max &&
+      total - this.calls <= share.max
     ) {
       this.limits.refused?.('calls_in_flight_per_principal');
-      return `calls in flight limit exceeded: at most ${share.max} tool calls (mcp.call, tools.use) of this plugin may run at once for one principal (${share.key}); wait for some with task.await before starting more`;
+      return `calls in flight limit exceeded: this principal has ${own} tool calls (mcp.call, tools.use) of this plugin running, past its share of ${share.max} (${share.key}), and the plugin's last ${share.max} places are kept for other principals; wait for some with task.await before starting more`;
     }
     if (callsInFlight !== undefined && this.calls >= callsInFlight.max) {
       this.limits.refused?.('calls_in_flight');

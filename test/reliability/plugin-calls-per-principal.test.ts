@@ -3,9 +3,10 @@
  * (`plugin_limits.calls_in_flight`, 256) were one count shared by every principal, so one agent
  * whose calls made a plugin fan out to a slow tool took all 256 places and every other agent's
  * calls into that plugin were refused (`calls in flight limit exceeded`) until they ended. Now
- * the handler calls of one principal (and the tasks they spawn) may have a quarter of them
- * running (64 by default); one more is refused at once naming the key, while another principal's
- * calls into the same plugin still start. The plugin's own calls (top level) take the total only.
+ * the handler calls of one principal (and the tasks they spawn) past a quarter of them (64 by
+ * default) may only borrow free places while more than that share remain: the last 64 stay for
+ * the others. One more is refused at once naming the key, while another principal's calls into
+ * the same plugin still start. The plugin's own calls (top level) take the total only.
  *
  * And a plugin's inner calls by name (`mcp.call`, `tools.use`, `mcp.call_tool`) keep the front
  * door's `limits.name_length`, refused with its error (the name not echoed) and counted in
@@ -76,7 +77,8 @@ mcp.tool("slow.wait", { timeout_ms = 60000 }, function() task.sleep(${SLOW_MS}) 
 mcp.tool("slow.quick", {}, function() return "quick" end)
 `;
 
-/** A quarter of plugin_limits.calls_in_flight's 256 (docs/security.md). */
+/** plugin_limits.calls_in_flight's default, and a quarter of it (docs/security.md). */
+const TOTAL = 256;
 const SHARE = 64;
 /** B's call through the plugin while A is at its share (measured: tens of ms). */
 const B_BOUND_MS = 1500;
@@ -155,11 +157,12 @@ describe('plugin_limits.calls_in_flight_per_principal', () => {
     assert.equal(b.body?.error, undefined, b.text.slice(0, 300));
     assert.equal(textOf(b), 'quick', b.text.slice(0, 300));
     assert.ok(bMs < B_BOUND_MS, `B waited ${bMs.toFixed(0)} ms`);
-    assert.equal(taken, SHARE);
-    assert.equal(refused, 5 * SHARE - SHARE);
+    // A borrows free places past its share, but not the last 64: those stay for B.
+    assert.equal(taken, TOTAL - SHARE);
+    assert.equal(refused, 5 * SHARE - (TOTAL - SHARE));
     assert.match(
       why,
-      /^calls in flight limit exceeded: at most 64 tool calls \(mcp\.call, tools\.use\) of this plugin may run at once for one principal \(plugin_limits\.calls_in_flight_per_principal\)/,
+      /^calls in flight limit exceeded: this principal has 192 tool calls \(mcp\.call, tools\.use\) of this plugin running, past its share of 64 \(plugin_limits\.calls_in_flight_per_principal\), and the plugin's last 64 places are kept for other principals/,
     );
     const counted = await refusalsReaching(h, 'calls_in_flight_per_principal', before + refused);
     assert.equal(counted - before, refused);
@@ -182,18 +185,19 @@ describe('plugin_limits.calls_in_flight_per_principal', () => {
         taken: 5,
         refused: 0,
       });
-      const fan = callTool(small, small.A, 'fan.out', { n: 5 });
+      // A borrows past its share of 2 up to 6 of the 8; the last 2 stay for B.
+      const fan = callTool(small, small.A, 'fan.out', { n: 8 });
       await sleep(500);
-      const other = JSON.parse(textOf(await callTool(small, small.B, 'fan.out', { n: 1 }))) as {
+      const other = JSON.parse(textOf(await callTool(small, small.B, 'fan.out', { n: 2 }))) as {
         taken: number;
       };
       const a = JSON.parse(textOf(await fan)) as { taken: number; why?: string };
-      assert.equal(a.taken, 2);
+      assert.equal(a.taken, 6);
       assert.match(
         a.why ?? '',
-        /at most 2 tool calls .*plugin_limits\.calls_in_flight_per_principal/,
+        /has 6 tool calls .* past its share of 2 \(plugin_limits\.calls_in_flight_per_principal\)/,
       );
-      assert.equal(other.taken, 1);
+      assert.equal(other.taken, 2);
     } finally {
       await small.hub.stop();
     }
@@ -202,12 +206,12 @@ describe('plugin_limits.calls_in_flight_per_principal', () => {
   it('defaults the share to a quarter of a configured calls_in_flight', async () => {
     const small = await startHub('plugin_limits: { calls_in_flight: 12 }\n');
     try {
-      const a = JSON.parse(textOf(await callTool(small, small.A, 'fan.out', { n: 5 }))) as {
+      const a = JSON.parse(textOf(await callTool(small, small.A, 'fan.out', { n: 12 }))) as {
         taken: number;
         why?: string;
       };
-      assert.equal(a.taken, 3);
-      assert.match(a.why ?? '', /at most 3 tool calls .*calls_in_flight_per_principal/);
+      assert.equal(a.taken, 9);
+      assert.match(a.why ?? '', /past its share of 3 .*calls_in_flight_per_principal/);
     } finally {
       await small.hub.stop();
     }
@@ -217,20 +221,20 @@ describe('plugin_limits.calls_in_flight_per_principal', () => {
 describe("the same on the hub's thread (plugins.isolation: none)", () => {
   it('takes the share and counts the refusals without a worker', async () => {
     const h = await startHub(
-      'plugin_limits: { calls_in_flight_per_principal: 2 }\n',
+      'plugin_limits: { calls_in_flight: 8, calls_in_flight_per_principal: 2 }\n',
       '{ dirs: [plugins], isolation: none }',
     );
     try {
-      const fan = callTool(h, h.A, 'fan.out', { n: 5 });
+      const fan = callTool(h, h.A, 'fan.out', { n: 8 });
       await sleep(500);
-      const other = JSON.parse(textOf(await callTool(h, h.B, 'fan.out', { n: 1 }))) as {
+      const other = JSON.parse(textOf(await callTool(h, h.B, 'fan.out', { n: 2 }))) as {
         taken: number;
       };
       const a = JSON.parse(textOf(await fan)) as { taken: number; why?: string };
-      assert.equal(a.taken, 2);
-      assert.match(a.why ?? '', /at most 2 tool calls .*calls_in_flight_per_principal/);
-      assert.equal(other.taken, 1);
-      assert.equal(await refusalsReaching(h, 'calls_in_flight_per_principal', 3), 3);
+      assert.equal(a.taken, 6);
+      assert.match(a.why ?? '', /past its share of 2 .*calls_in_flight_per_principal/);
+      assert.equal(other.taken, 2);
+      assert.equal(await refusalsReaching(h, 'calls_in_flight_per_principal', 2), 2);
       const out = textOf(await callTool(h, h.A, 'fan.name', { len: 300, how: 'call' }));
       assert.match(out, /a tool name may be at most 256 characters \(limits\.name_length\)/);
       assert.equal(await refusalsReaching(h, 'name_length', 1), 1);
