@@ -5,7 +5,7 @@
  * runs in real node:cluster workers relayed by this process as the primary.
  */
 import assert from 'node:assert/strict';
-import cluster from 'node:cluster';
+import cluster, { type Worker } from 'node:cluster';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -203,15 +203,21 @@ describe('redis bus', { skip: skipWithout('redis-server') }, () => {
   });
 });
 
+/** `n` workers running the IPC fixture, their bus messages relayed by this primary. */
+function forkRelayed(n: number): Worker[] {
+  cluster.setupPrimary({
+    exec: join(dirname(fileURLToPath(import.meta.url)), 'ipc-worker.fixture.js'),
+    silent: true,
+  });
+  const workers = Array.from({ length: n }, () => cluster.fork());
+  const relay = new BusRelay(() => workers);
+  for (const w of workers) relay.add(w);
+  return workers;
+}
+
 describe('ipc bus between node:cluster workers', () => {
   it('relays through the primary to every other worker, exactly once', async () => {
-    cluster.setupPrimary({
-      exec: join(dirname(fileURLToPath(import.meta.url)), 'ipc-worker.fixture.js'),
-      silent: true,
-    });
-    const workers = [cluster.fork(), cluster.fork(), cluster.fork()];
-    const relay = new BusRelay(() => workers);
-    for (const w of workers) relay.add(w);
+    const workers = forkRelayed(3);
     const reports = new Map<number, string[]>();
     for (const w of workers)
       w.on('message', (m: { report?: string[] }) => {
@@ -230,13 +236,7 @@ describe('ipc bus between node:cluster workers', () => {
   });
 
   it("sends one turn's messages as one IPC message each way, in order", async () => {
-    cluster.setupPrimary({
-      exec: join(dirname(fileURLToPath(import.meta.url)), 'ipc-worker.fixture.js'),
-      silent: true,
-    });
-    const workers = [cluster.fork(), cluster.fork()];
-    const relay = new BusRelay(() => workers);
-    for (const w of workers) relay.add(w);
+    const workers = forkRelayed(2);
     const reports = new Map<number, string[]>();
     // IPC messages carrying bus envelopes, as the primary receives them from the publisher.
     let fromPublisher = 0;
@@ -266,13 +266,7 @@ describe('ipc bus between node:cluster workers', () => {
   });
 
   it('publishConfirmed resolves once the primary relayed the message to the others', async () => {
-    cluster.setupPrimary({
-      exec: join(dirname(fileURLToPath(import.meta.url)), 'ipc-worker.fixture.js'),
-      silent: true,
-    });
-    const workers = [cluster.fork(), cluster.fork()];
-    const relay = new BusRelay(() => workers);
-    for (const w of workers) relay.add(w);
+    const workers = forkRelayed(2);
     const reports = new Map<number, string[]>();
     let confirmed: { confirmed: boolean; error?: string } | undefined;
     for (const w of workers)
