@@ -95,6 +95,16 @@ export function createSession(args: string[]): Issued {
   return JSON.parse(r.stdout) as Issued;
 }
 
+/** Issues session tokens for the agents of a hub's config file (`moonhub session create`). */
+export function sessionIssuer(
+  config: string,
+  data: string,
+  url: string,
+): (agent: string) => Issued {
+  return (agent) =>
+    createSession(['--config', config, '--data', data, '--agent', agent, '--url', url]);
+}
+
 /** An SDK client presenting `token` (if any), with counters of list_changed notifications. */
 export async function connectWithToken(
   url: string,

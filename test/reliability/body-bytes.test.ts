@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { createSession, makeHubDir, type HubDir, type Issued } from '../helpers/auth-hub.js';
+import { makeHubDir, type HubDir, type Issued, sessionIssuer } from '../helpers/auth-hub.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
 import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
 import { auth, MODERN_META, post } from './limits-helpers.js';
@@ -77,8 +77,7 @@ limits:
 `,
     );
     hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
-    const issue = (agent: string) =>
-      createSession(['--config', file, '--data', dir.data, '--agent', agent, '--url', hub.url]);
+    const issue = sessionIssuer(file, dir.data, hub.url);
     [A, B, C] = [issue('A'), issue('B'), issue('C')];
   });
   after(async () => {

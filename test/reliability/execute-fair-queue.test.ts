@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createSession, makeHubDir, type Issued } from '../helpers/auth-hub.js';
+import { makeHubDir, type Issued, sessionIssuer } from '../helpers/auth-hub.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
 import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
 import { modern, sleep, type Answer } from './limits-helpers.js';
@@ -60,8 +60,7 @@ agents:
 `,
     );
     hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
-    const issue = (agent: string) =>
-      createSession(['--config', file, '--data', dir.data, '--agent', agent, '--url', hub.url]);
+    const issue = sessionIssuer(file, dir.data, hub.url);
     A = issue('A');
     B = issue('B');
     admin = adminToken(dir.data);

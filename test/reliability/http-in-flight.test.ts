@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createSession, makeHubDir, type Issued } from '../helpers/auth-hub.js';
+import { makeHubDir, type Issued, sessionIssuer } from '../helpers/auth-hub.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
 import { modern, sleep } from './limits-helpers.js';
 
@@ -36,8 +36,7 @@ limits: { http_in_flight_per_principal: 20 }
 `,
     );
     hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
-    const issue = (agent: string) =>
-      createSession(['--config', file, '--data', dir.data, '--agent', agent, '--url', hub.url]);
+    const issue = sessionIssuer(file, dir.data, hub.url);
     A = issue('A');
     B = issue('B');
   });

@@ -12,7 +12,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createSession, makeHubDir, type HubDir, type Issued } from '../helpers/auth-hub.js';
+import { makeHubDir, type HubDir, type Issued, sessionIssuer } from '../helpers/auth-hub.js';
 import { initializeSession, rawRequest, type RawResponse } from '../helpers/legacy-raw.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
 import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
@@ -94,8 +94,7 @@ describe('resumable streams nobody comes back for', () => {
     dir = makeHubDir({ p: PLUGIN });
     const file = dir.write('moonhub.yaml', CONFIG);
     hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
-    const issue = (agent: string) =>
-      createSession(['--config', file, '--data', dir.data, '--agent', agent, '--url', hub.url]);
+    const issue = sessionIssuer(file, dir.data, hub.url);
     A = issue('A');
     B = issue('B');
     admin = adminToken(dir.data);

@@ -14,7 +14,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createSession, makeHubDir, type HubDir, type Issued } from '../helpers/auth-hub.js';
+import { makeHubDir, type HubDir, type Issued, sessionIssuer } from '../helpers/auth-hub.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
 import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
 import { rssMiB } from './helpers.js';
@@ -103,8 +103,7 @@ agents:
 ${limits}`,
   );
   const hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
-  const issue = (agent: string) =>
-    createSession(['--config', file, '--data', dir.data, '--agent', agent, '--url', hub.url]);
+  const issue = sessionIssuer(file, dir.data, hub.url);
   return { hub, dir, A: issue('A'), B: issue('B'), admin: adminToken(dir.data) };
 }
 
