@@ -155,12 +155,19 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
   // ---- SharedSessions ----------------------------------------------------------------------
 
   async load(id: string): Promise<void> {
-    const known = this.adopted.get(id) ?? this.local.touch(id);
+    let known = this.adopted.get(id) ?? this.local.touch(id);
     if (known !== undefined && this.fresh.isFresh(id)) {
-      // The hot path: nothing changed since the copy was read; only activity is recorded.
-      known.lastSeen = Date.now();
-      this.touchRecord(id);
-      return;
+      // An announcement is on the bus's socket before the client hears back, so before this
+      // request arrives; but both can wake the process in one I/O turn, this request read
+      // first. One turn later every announcement that preceded it has been heard.
+      await ioTurn();
+      known = this.adopted.get(id) ?? this.local.touch(id);
+      if (known !== undefined && this.fresh.isFresh(id)) {
+        // The hot path: nothing changed since the copy was read; only activity is recorded.
+        known.lastSeen = Date.now();
+        this.touchRecord(id);
+        return;
+      }
     }
     const token = this.fresh.begin();
     let rec: ProtocolSessionRecord | undefined;
@@ -411,4 +418,9 @@ function end(s: SessionRecord): void {
   s.stream?.end();
   s.stream = undefined;
   s.resumable?.clear();
+}
+
+/** Resolves after the I/O already waiting in this turn of the event loop has been handled. */
+function ioTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

@@ -1,0 +1,125 @@
+/**
+ * A session change announced on Redis and the client's next request arriving at a busy instance
+ * together: the instance must hear the announcement before it trusts its cached copy. Two real
+ * hub processes on one real redis-server; B's main thread is kept busy by a plugin call
+ * (`isolation: none` runs Lua on it) while A changes the log level and the next request is
+ * already queued on B's connection. Without the wait for the turn's I/O, B served the old level
+ * (the CI failure of `cluster-sessions-redis-e2e` "cached copies never serve stale state").
+ */
+import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { skipWithout } from '../helpers/services.js';
+import {
+  PROBE_PLUGIN,
+  sleep,
+  startRedisFleet,
+  type RedisFleet,
+} from '../helpers/cluster-fixture.js';
+import { call, initializeSession, LEGACY_VERSION, sessionPost } from '../helpers/legacy-raw.js';
+
+const SPIN_PLUGIN = `
+mcp.tool("spin.main", { description = "keeps the thread busy" }, function(params)
+  local t = os.clock()
+  while os.clock() - t < (params.seconds or 0.4) do end
+  return "spun"
+end)
+`;
+
+const config = (redis: string) => `
+hub_id: race
+auth: { mode: token }
+plugins: { dirs: [plugins], isolation: none }
+agents: { worker: {} }
+cluster: { redis: "${redis}" }
+`;
+
+/** HTTP/1.1 requests pipelined on one kept-alive connection; answers read as they come. */
+class Pipeline {
+  private readonly socket: Socket;
+  private text = '';
+  constructor(url: string) {
+    const u = new URL(url);
+    this.socket = connect(Number(u.port), u.hostname);
+    this.socket.setEncoding('utf8');
+    this.socket.on('data', (d: string) => (this.text += d));
+  }
+  send(path: string, headers: Record<string, string>, body: unknown): void {
+    const json = JSON.stringify(body);
+    const lines = [`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: keep-alive'];
+    for (const [k, v] of Object.entries({
+      ...headers,
+      'Content-Length': String(Buffer.byteLength(json)),
+    }))
+      lines.push(`${k}: ${v}`);
+    this.socket.write(`${lines.join('\r\n')}\r\n\r\n${json}`);
+  }
+  async waitFor(re: RegExp, ms: number): Promise<string> {
+    const end = Date.now() + ms;
+    while (!re.test(this.text)) {
+      if (Date.now() > end) throw new Error(`no ${re} within ${ms} ms:\n${this.text}`);
+      await sleep(10);
+    }
+    return this.text;
+  }
+  close(): void {
+    this.socket.destroy();
+  }
+}
+
+describe(
+  'a session change and the next request reaching a busy instance together',
+  { skip: skipWithout('redis-server') },
+  () => {
+    let fleet: RedisFleet;
+    before(async () => {
+      fleet = await startRedisFleet({
+        instances: 2,
+        plugins: { probe: PROBE_PLUGIN, spin: SPIN_PLUGIN },
+        config,
+      });
+    });
+    after(async () => fleet?.stop());
+
+    it('the busy instance hears the announcement before it trusts its copy', async () => {
+      const [a, b] = fleet.hubs.map((h) => `${h.url}`) as [string, string];
+      const { token } = await fleet.newToken();
+      const { sessionId } = await initializeSession(a, token);
+      const headers = {
+        Authorization: `Bearer ${token}`,
+        'Mcp-Session-Id': sessionId,
+        'MCP-Protocol-Version': LEGACY_VERSION,
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+      };
+      const path = new URL(b).pathname;
+      for (let round = 0; round < 4; round++) {
+        const level = round % 2 === 0 ? 'warning' : 'info';
+        // B reads the record and holds a copy it knows fresh.
+        for (let i = 0; i < 2; i++)
+          assert.equal(
+            (await sessionPost(b, token, sessionId, call('tools/call', { name: 'probe.echo' })))
+              .status,
+            200,
+          );
+        const pipe = new Pipeline(b);
+        try {
+          pipe.send(path, headers, call('tools/call', { name: 'spin.main', arguments: {} }));
+          await sleep(100); // B is spinning: it reads nothing until the call ends
+          const set = await sessionPost(a, token, sessionId, call('logging/setLevel', { level }));
+          assert.equal(set.status, 200, set.text);
+          // Announced before answered: the announcement is on B's socket before this request.
+          pipe.send(path, headers, call('tools/call', { name: 'probe.log', arguments: {} }));
+          const text = await pipe.waitFor(/spun[\s\S]*logged/, 10_000);
+          const second = text.slice(text.indexOf('spun'));
+          assert.match(second, /warning-line/);
+          if (level === 'warning')
+            assert.doesNotMatch(second, /info-line/, `round ${round}: B served a stale log level`);
+          else assert.match(second, /info-line/, `round ${round}: B served a stale log level`);
+        } finally {
+          pipe.close();
+        }
+      }
+    });
+  },
+);
