@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from '@modelcontextprotocol/client';
 import { connectHttpClient } from '../helpers/mcp-client.js';
+import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
 import { initializeSession, rawRequest, type RawResponse } from '../helpers/legacy-raw.js';
 import { openListen, type ListenStream } from '../helpers/listen-raw.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
@@ -42,10 +43,20 @@ const CHURN_SECS = 4;
 const READERS = 3;
 const STALLED = 2;
 const LEAVERS = 2;
-/** /healthz and an honest call meanwhile: p99 and worst, in ms (before: 1.6-1.9 s held). */
-const HEALTH_P99_MS = 150;
-const HEALTH_MAX_MS = 400;
-const HONEST_P99_MS = 200;
+/**
+ * How long the hub's thread and its clients waited during the churn, in ms. Before the fan-out
+ * coalesced, /healthz waited 1.6-1.9 s and 3-5 honest calls went through in 4 s. The bounds are
+ * "never frozen", not speed: the churn itself (120k registry changes mirrored from the worker,
+ * no stream open) costs the hub's thread ~1 s of CPU and GC in 4 s, and on a 2-core machine at
+ * load 8 the hub's own event-loop delay (its /metrics, reset just before) read p99 130-290 ms,
+ * worst 240-490 ms, with the clients' round trips through this busy test process 300-1100 ms,
+ * the same on the code before and after session 14 (test A/B, session 15).
+ */
+const LAG_P99_MS = 400;
+const LAG_MAX_MS = 1000;
+const HEALTH_P99_MS = 1500;
+const HONEST_P99_MS = 1500;
+const HONEST_MIN_CALLS = 15;
 const RSS_GROWTH_MIB = 250;
 
 const TOOLS_CHANGED = /notifications\/tools\/list_changed/g;
@@ -224,6 +235,13 @@ function healthSampler(
   };
 }
 
+/** The hub's event-loop delay since its /metrics was last read (prom-client resets it then). */
+async function hubLag(url: string, token: string): Promise<{ p99: number; max: number }> {
+  const text = await scrape(baseOf(url), token);
+  const ms = (name: string) => sample(text, `moonhub_nodejs_eventloop_lag_${name}_seconds`) * 1000;
+  return { p99: ms('p99'), max: ms('max') };
+}
+
 function hubCpuMs(pid: number): number {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(f[11]) + Number(f[12])) * 10;
@@ -232,12 +250,20 @@ function hubCpuMs(pid: number): number {
 let dir: Scratch;
 let hub: MoonhubProcess;
 let client: Client;
+let admin: string;
 
 before(async () => {
   dir = scratch('moonhub-churn-');
   dir.write('plugins/churn.lua', CHURN);
   dir.write('plugins/ok.lua', 'mcp.tool("ok", {}, function() return "ok" end)');
-  hub = await startMoonhub(['--plugins', `${dir.dir}/plugins`, '--no-watch']);
+  admin = adminToken(`${dir.dir}/data`);
+  hub = await startMoonhub([
+    '--plugins',
+    `${dir.dir}/plugins`,
+    '--data',
+    `${dir.dir}/data`,
+    '--no-watch',
+  ]);
   client = (await connectHttpClient(hub.url, 'modern')).client;
 });
 
@@ -249,61 +275,82 @@ after(async () => {
 
 describe('register/remove churn with clients on list_changed streams', () => {
   it('keeps /healthz and calls fast, RSS bounded, and every reader ends on the final list', async (t) => {
+    // Everything opened is closed however the test ends: a reader's timer left running would
+    // keep this process alive after a failure.
     const readers: Reader[] = [];
-    for (let i = 0; i < READERS; i++) {
-      readers.push(await modernReader(hub.url, i));
-      readers.push(await legacyReader(hub.url));
-    }
     const closers: (() => void)[] = [];
-    for (let i = 0; i < STALLED; i++) closers.push(...(await stalled(hub.url, i)));
-    const leavers: (() => void)[] = [];
-    for (let i = 0; i < LEAVERS; i++) {
-      leavers.push(...(await stalled(hub.url, 100 + i)));
-      const l = await modernReader(hub.url, 100 + i);
-      leavers.push(() => l.close());
-    }
-    const pid = hub.child.pid!;
-    const rssBefore = rssMiB(pid);
-    let maxRss = rssBefore;
-    const sampler = setInterval(() => (maxRss = Math.max(maxRss, rssMiB(pid))), 50);
-    const honest = await honestClient(hub.url, 'ok');
-    const health = healthSampler(hub.url);
-    const cpu0 = process.cpuUsage();
-    const hubCpu0 = hubCpuMs(pid);
-    const work = call(client, 'churn', { secs: CHURN_SECS });
-    // Half-way, some clients go away (their queued writes are dropped with the connection).
-    await sleep((CHURN_SECS * 1000) / 2);
-    for (const leave of leavers) leave();
-    const r = await work;
-    const h = await health.stop();
-    const calls = await honest.stop();
-    clearInterval(sampler);
-    const cpu = process.cpuUsage(cpu0);
-    t.diagnostic(
-      `test CPU ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms, hub CPU ${hubCpuMs(pid) - hubCpu0} ms`,
-    );
     try {
-      await Promise.all(readers.map((x) => x.settled(1000, 20_000)));
-      const final = toolNames((await modern(hub.url, undefined, 'tools/list', {})).body);
-      t.diagnostic(
-        `${r.text} rounds; /healthz p99 ${h.p99.toFixed(1)} ms, worst ${h.max.toFixed(0)} ms (${h.n}); ` +
-          `honest ${calls.count} calls, p99 ${calls.p99.toFixed(1)} ms, worst ${calls.max.toFixed(0)} ms; ` +
-          `RSS ${rssBefore.toFixed(0)} -> ${maxRss.toFixed(0)} MiB; notes read ${readers.map((x) => x.notes()).join(', ')}`,
-      );
-      assert.equal(r.isError, false, r.text);
-      assert.ok(final.includes('after') && !final.includes('tmp'), final.join(', '));
-      for (const x of readers) {
-        assert.ok(x.notes() > 0, `a ${x.era} reader heard no list_changed`);
-        assert.deepEqual(x.lastList(), final, `a ${x.era} reader's last list`);
-      }
-      assert.ok(h.p99 < HEALTH_P99_MS, `/healthz p99 ${h.p99} ms`);
-      assert.ok(h.max < HEALTH_MAX_MS, `/healthz waited ${h.max} ms`);
-      assert.equal(calls.errors, 0, calls.messages.join('; '));
-      assert.ok(calls.p99 < HONEST_P99_MS, `honest call p99 ${calls.p99} ms`);
-      assert.ok(maxRss - rssBefore < RSS_GROWTH_MIB, `RSS grew ${maxRss - rssBefore} MiB`);
+      await churnRun(t, readers, closers);
     } finally {
       for (const x of readers) x.close();
       for (const c of closers) c();
     }
   });
 });
+
+async function churnRun(
+  t: { diagnostic(msg: string): void },
+  readers: Reader[],
+  closers: (() => void)[],
+): Promise<void> {
+  for (let i = 0; i < READERS; i++) {
+    readers.push(await modernReader(hub.url, i));
+    readers.push(await legacyReader(hub.url));
+  }
+  for (let i = 0; i < STALLED; i++) closers.push(...(await stalled(hub.url, i)));
+  const leavers: (() => void)[] = [];
+  for (let i = 0; i < LEAVERS; i++) {
+    leavers.push(...(await stalled(hub.url, 100 + i)));
+    const l = await modernReader(hub.url, 100 + i);
+    readers.push(l);
+  }
+  const pid = hub.child.pid!;
+  const rssBefore = rssMiB(pid);
+  let maxRss = rssBefore;
+  const sampler = setInterval(() => (maxRss = Math.max(maxRss, rssMiB(pid))), 50);
+  closers.push(() => clearInterval(sampler));
+  const honest = await honestClient(hub.url, 'ok');
+  const health = healthSampler(hub.url);
+  closers.push(
+    () => void honest.stop(),
+    () => void health.stop(),
+    ...leavers,
+  );
+  await hubLag(hub.url, admin); // resets the hub's delay histogram
+  const cpu0 = process.cpuUsage();
+  const hubCpu0 = hubCpuMs(pid);
+  const work = call(client, 'churn', { secs: CHURN_SECS });
+  // Half-way, some clients go away (their queued writes are dropped with the connection).
+  await sleep((CHURN_SECS * 1000) / 2);
+  for (const leave of leavers) leave();
+  const r = await work;
+  const lag = await hubLag(hub.url, admin);
+  const h = await health.stop();
+  const calls = await honest.stop();
+  clearInterval(sampler);
+  const cpu = process.cpuUsage(cpu0);
+  t.diagnostic(
+    `test CPU ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms, hub CPU ${hubCpuMs(pid) - hubCpu0} ms`,
+  );
+  const stay = readers.slice(0, 2 * READERS);
+  await Promise.all(stay.map((x) => x.settled(1000, 20_000)));
+  const final = toolNames((await modern(hub.url, undefined, 'tools/list', {})).body);
+  t.diagnostic(
+    `${r.text} rounds; hub loop delay p99 ${lag.p99.toFixed(1)} ms, worst ${lag.max.toFixed(0)} ms; /healthz p99 ${h.p99.toFixed(1)} ms, worst ${h.max.toFixed(0)} ms (${h.n}); ` +
+      `honest ${calls.count} calls, p99 ${calls.p99.toFixed(1)} ms, worst ${calls.max.toFixed(0)} ms; ` +
+      `RSS ${rssBefore.toFixed(0)} -> ${maxRss.toFixed(0)} MiB; notes read ${stay.map((x) => x.notes()).join(', ')}`,
+  );
+  assert.equal(r.isError, false, r.text);
+  assert.ok(final.includes('after') && !final.includes('tmp'), final.join(', '));
+  for (const x of stay) {
+    assert.ok(x.notes() > 0, `a ${x.era} reader heard no list_changed`);
+    assert.deepEqual(x.lastList(), final, `a ${x.era} reader's last list`);
+  }
+  assert.ok(lag.p99 < LAG_P99_MS, `the hub's event loop delay p99 ${lag.p99} ms`);
+  assert.ok(lag.max < LAG_MAX_MS, `the hub's event loop waited ${lag.max} ms`);
+  assert.ok(h.p99 < HEALTH_P99_MS, `/healthz p99 ${h.p99} ms`);
+  assert.equal(calls.errors, 0, calls.messages.join('; '));
+  assert.ok(calls.p99 < HONEST_P99_MS, `honest call p99 ${calls.p99} ms`);
+  assert.ok(calls.count >= HONEST_MIN_CALLS, `only ${calls.count} honest calls went through`);
+  assert.ok(maxRss - rssBefore < RSS_GROWTH_MIB, `RSS grew ${maxRss - rssBefore} MiB`);
+}
