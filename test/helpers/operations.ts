@@ -42,3 +42,17 @@ export function sample(text: string, name: string, labels: Record<string, string
   }
   return found ? total : 0;
 }
+
+/**
+ * The hub's own event-loop delay (p99 and worst, ms) since its /metrics was last read
+ * (prom-client resets the histogram on each read): what a test did to the hub's thread, apart
+ * from the round trips through the test's own process. Call once before, to reset.
+ */
+export async function hubLoopDelay(
+  mcpUrl: string,
+  token: string,
+): Promise<{ p99: number; max: number }> {
+  const text = await scrape(baseOf(mcpUrl), token);
+  const ms = (name: string) => sample(text, `moonhub_nodejs_eventloop_lag_${name}_seconds`) * 1000;
+  return { p99: ms('p99'), max: ms('max') };
+}

@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from '@modelcontextprotocol/client';
 import { connectHttpClient } from '../helpers/mcp-client.js';
-import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
+import { adminToken, hubLoopDelay } from '../helpers/operations.js';
 import { initializeSession, rawRequest, type RawResponse } from '../helpers/legacy-raw.js';
 import { openListen, type ListenStream } from '../helpers/listen-raw.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
@@ -235,13 +235,6 @@ function healthSampler(
   };
 }
 
-/** The hub's event-loop delay since its /metrics was last read (prom-client resets it then). */
-async function hubLag(url: string, token: string): Promise<{ p99: number; max: number }> {
-  const text = await scrape(baseOf(url), token);
-  const ms = (name: string) => sample(text, `moonhub_nodejs_eventloop_lag_${name}_seconds`) * 1000;
-  return { p99: ms('p99'), max: ms('max') };
-}
-
 function hubCpuMs(pid: number): number {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(f[11]) + Number(f[12])) * 10;
@@ -316,7 +309,7 @@ async function churnRun(
     () => void health.stop(),
     ...leavers,
   );
-  await hubLag(hub.url, admin); // resets the hub's delay histogram
+  await hubLoopDelay(hub.url, admin); // resets the hub's delay histogram
   const cpu0 = process.cpuUsage();
   const hubCpu0 = hubCpuMs(pid);
   const work = call(client, 'churn', { secs: CHURN_SECS });
@@ -324,7 +317,7 @@ async function churnRun(
   await sleep((CHURN_SECS * 1000) / 2);
   for (const leave of leavers) leave();
   const r = await work;
-  const lag = await hubLag(hub.url, admin);
+  const lag = await hubLoopDelay(hub.url, admin);
   const h = await health.stop();
   const calls = await honest.stop();
   clearInterval(sampler);
