@@ -75,6 +75,8 @@ export class SessionSync {
   private readonly pending = new Set<Promise<unknown>>();
   /** The latest push of each session until it settles: what `whenMerged` waits for. */
   private readonly merging = new Map<string, Promise<boolean>>();
+  /** The wait for the end of this event-loop turn, while one is pending (`caughtUp`). */
+  private turn: Promise<void> | undefined;
   private readonly stopListening: () => void;
   private closed = false;
 
@@ -213,7 +215,13 @@ export class SessionSync {
    * request arrived (the admin API answers only after the announcement, see `whenMerged`).
    */
   caughtUp(): Promise<void> {
-    return new Promise((resolve) => setImmediate(resolve));
+    // The requests read in one turn share its wait: one setImmediate per turn, not per request.
+    return (this.turn ??= new Promise((resolve) =>
+      setImmediate(() => {
+        this.turn = undefined;
+        resolve();
+      }),
+    ));
   }
 
   /** Resolves once every change made so far has reached Redis (the CLI waits before exiting). */
