@@ -16,6 +16,7 @@ import {
   type RedisFleet,
 } from '../helpers/cluster-fixture.js';
 import { Pipeline } from '../helpers/pipeline.js';
+import { Redis } from 'ioredis';
 
 const SPIN_PLUGIN = `
 mcp.tool("spin.main", { description = "keeps the thread busy" }, function(params)
@@ -34,6 +35,15 @@ cluster: { redis: "${redis}" }
 `;
 
 const MODERN = '2026-07-28';
+
+/** Keeps Redis busy for ARGV[1] microseconds (scripts run alone: every client waits). */
+const BUSY_SCRIPT = `
+local s = redis.call('TIME')
+local start = s[1] * 1000000 + s[2]
+while true do
+  local t = redis.call('TIME')
+  if t[1] * 1000000 + t[2] - start > tonumber(ARGV[1]) then return 1 end
+end`;
 let nextId = 1;
 
 /** A stateless 2026-07-28 tools/call: headers and body. */
@@ -169,6 +179,30 @@ describe(
           },
         );
         assert.equal(second.status, 200, `round ${round}: B refused a new token: ${second.text}`);
+      }
+    });
+
+    it('a DELETE answers only once Redis has merged it, so B refuses at once', async () => {
+      const { token, uuid } = await fleet.newToken();
+      const blocker = new Redis(fleet.redis.url);
+      try {
+        await blocker.ping();
+        // Redis busy for 500 ms (a script spinning on TIME): the merge waits behind it.
+        const blocked = blocker.eval(BUSY_SCRIPT, 0, '500000');
+        await sleep(50);
+        const del = await admin(a, fleet.adminToken, 'DELETE', `/admin/sessions/${uuid}`);
+        assert.equal(del.status, 200);
+        assert.equal(del.json.replicated, true);
+        const next = await fetch(b, {
+          method: 'POST',
+          headers: toolCall(token, 'probe.echo')[0],
+          body: JSON.stringify(toolCall(token, 'probe.echo')[1]),
+        });
+        const text = await next.text();
+        assert.equal(next.status, 403, `B accepted a token revoked ${del.ms} ms before: ${text}`);
+        await blocked;
+      } finally {
+        blocker.disconnect();
       }
     });
 
