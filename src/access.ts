@@ -23,6 +23,7 @@ import type { Settings } from './config/settings.js';
 import { DATABASE_FILE, SessionStore } from './sessions/store.js';
 import { adminApi } from './sessions/admin-api.js';
 import { SessionSync } from './sessions/redis-sync.js';
+import { DEFAULT_COMMAND_TIMEOUT_MS } from './cluster/redis.js';
 import { PrincipalDirectory, sessionPrincipal } from './auth/principals.js';
 import { oauthAuthenticator, tokenAuthenticator, type Authenticate } from './auth/authenticate.js';
 import { METADATA_PATH, metadataDocument, metadataUrlFor, sendMetadata } from './auth/metadata.js';
@@ -228,6 +229,7 @@ export class Access {
       },
       guard: createRequestGuard(this.opts.originPolicy),
       onError: (err) => this.opts.logger.error({ err }, 'admin API failure'),
+      ...this.replication(),
     });
     const oauth = s.config.auth?.oauth;
     const metadata =
@@ -246,7 +248,12 @@ export class Access {
         : undefined;
     let authenticate: Authenticate | undefined;
     if (s.authMode === 'token')
-      authenticate = tokenAuthenticator(this.sessions()!, s.hub_id, this.directory);
+      authenticate = tokenAuthenticator(
+        this.sessions()!,
+        s.hub_id,
+        this.directory,
+        this.replication().beforeCheck,
+      );
     else if (s.authMode === 'oauth')
       authenticate = oauthAuthenticator({
         oauth: oauth!,
@@ -262,6 +269,28 @@ export class Access {
         (metadata?.(req, res) ?? false) ||
         (s.authMode === 'token' && noOAuthHere(req, res)) ||
         admin(req, res),
+    };
+  }
+
+  /**
+   * Redis mode: the admin API answers a change once Redis has it, and tokens are checked after
+   * the announcements already received (docs/scale-out.md "Sessions on Redis").
+   */
+  private replication(): Pick<
+    Parameters<typeof adminApi>[0],
+    'replicated' | 'onUnreplicated' | 'beforeCheck'
+  > {
+    const sync = this.sync;
+    if (sync === undefined) return {};
+    const wait = this.opts.settings.cluster.limits.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
+    return {
+      replicated: (uuid) => sync.whenMerged(uuid, wait),
+      onUnreplicated: (uuid, outcome) =>
+        this.opts.logger.warn(
+          { session_uuid: uuid, outcome },
+          'admin change not confirmed by Redis; other instances get it when Redis answers',
+        ),
+      beforeCheck: () => sync.caughtUp(),
     };
   }
 

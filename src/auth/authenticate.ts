@@ -17,12 +17,18 @@ export type Authenticate = (req: IncomingMessage) => AuthVerdict | Promise<AuthV
 
 const REALM = 'moonhub';
 
+/**
+ * `caughtUp` (sessions shared through Redis): resolves once the session changes already received
+ * are applied to the store; the token is checked after it, so a revocation (or a new session)
+ * announced before the request arrived is never missed because both woke the process together.
+ */
 export function tokenAuthenticator(
   store: SessionStore,
   hubId: string,
   directory: PrincipalDirectory,
+  caughtUp?: () => Promise<void>,
 ): Authenticate {
-  return (req) => {
+  const check = (req: IncomingMessage): AuthVerdict => {
     const token = bearerToken(req);
     if (token === undefined)
       return refuse(
@@ -46,6 +52,7 @@ export function tokenAuthenticator(
     directory.remember(identity);
     return { ok: true, principal: identity.principal };
   };
+  return caughtUp === undefined ? check : (req) => caughtUp().then(() => check(req));
 }
 
 export interface OAuthAuthenticatorOptions {

@@ -65,8 +65,8 @@ export function sharedSessions(
  * 2026-07-28 request states every process of the hub opens: sealed with a key derived from the
  * cluster's shared answer key, so an `input_required` retry may land on any instance.
  */
-export function sharedRequestStates(cluster: Cluster): RequestStates {
-  const states = new RequestStates(cluster.answers.key);
+export function sharedRequestStates(cluster: Cluster, ttlMs: number | undefined): RequestStates {
+  const states = new RequestStates(cluster.answers.key, { ttlMs });
   cluster.answers.watchKey((key) => states.useSecret(key));
   return states;
 }

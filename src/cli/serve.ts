@@ -294,7 +294,9 @@ async function serveOverHttp(o: Opened, hooks: ServeHooks): Promise<void> {
     limits: s.serverLimits,
     ...performanceOptionsOf(s.config.performance),
     ...access.httpOptions(),
-    ...(cluster === undefined ? {} : { requestStates: sharedRequestStates(cluster) }),
+    ...(cluster === undefined
+      ? {}
+      : { requestStates: sharedRequestStates(cluster, s.serverLimits.requestStateTtlMs) }),
   });
   if (cluster !== undefined) httpOpts.sessions = sharedSessions(cluster, logger, httpOpts);
   const http = await startHttpServer(hub.registry, {

@@ -20,8 +20,13 @@ import { INVALID_PARAMS } from '../errors.js';
 const TAG_BYTES = 16;
 const ID = /^moonhub-([A-Za-z0-9]{1,32})-(\d{1,15})-([A-Za-z0-9_-]{22})$/;
 
-/** Default `maxForwardBytes`: as `cluster.limits.max_event_bytes`, well under Redis's pub/sub buffer. */
-export const DEFAULT_MAX_FORWARD_BYTES = 1024 * 1024;
+/**
+ * Default `maxForwardBytes`: the HTTP body limit (`server/protocol.ts` DEFAULT_MAX_BODY_BYTES,
+ * 4 MiB; cluster/ does not import server/, test/cluster/bus.test checks they agree), so an answer
+ * one process accepts also crosses to another: a client sees no smaller limit because the hub
+ * runs several. Under Redis's default pub/sub output buffer (8 MiB soft, 32 MiB hard).
+ */
+export const DEFAULT_MAX_FORWARD_BYTES = 4 * 1024 * 1024;
 
 export interface ClientAnswer {
   /** The JSON-RPC response as the client sent it (result or error). */
@@ -47,7 +52,7 @@ export interface AnswerRouterOptions {
   /** Requests waiting at once on this instance; more are refused (default 10,000). */
   maxPending?: number;
   /**
-   * Bytes of an answer's JSON forwarded to another instance (default 1 MiB); a larger one
+   * Bytes of an answer's JSON forwarded to another instance (default 4 MiB); a larger one
    * crosses as an error naming the bound, so its call fails at once instead of timing out.
    */
   maxForwardBytes?: number;
@@ -178,7 +183,7 @@ export class AnswerRouter {
     return {
       error: {
         code: INVALID_PARAMS,
-        message: `the client's answer (${bytes} bytes) is larger than ${this.maxForwardBytes} bytes, the most another instance is sent (cluster.limits.max_forwarded_answer_bytes)`,
+        message: `the client's answer (${bytes} bytes) is larger than ${this.maxForwardBytes} bytes, the most another instance is sent (cluster.limits.max_forwarded_answer_bytes; raise it to forward larger answers)`,
       },
     };
   }

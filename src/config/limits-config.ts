@@ -21,6 +21,7 @@ export interface LimitsConfig {
   http_in_flight_per_principal?: number;
   body_bytes?: { per_principal?: number; total?: number };
   json?: { depth?: number; containers?: number };
+  request_state_ttl_ms?: number;
 }
 
 /** The bounds as the server's options name them; missing ones keep their defaults. */
@@ -42,6 +43,7 @@ export interface ServerLimitSettings {
   bodyBytesTotal?: number;
   jsonDepth?: number;
   jsonContainers?: number;
+  requestStateTtlMs?: number;
 }
 
 export function serverLimitsOf(section: LimitsConfig | undefined): ServerLimitSettings {
@@ -64,6 +66,7 @@ export function serverLimitsOf(section: LimitsConfig | undefined): ServerLimitSe
     bodyBytesTotal: c.body_bytes?.total,
     jsonDepth: c.json?.depth,
     jsonContainers: c.json?.containers,
+    requestStateTtlMs: c.request_state_ttl_ms,
   };
   for (const k of Object.keys(out) as (keyof ServerLimitSettings)[])
     if (out[k] === undefined) delete out[k];

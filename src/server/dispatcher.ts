@@ -172,7 +172,9 @@ class Dispatcher implements McpDispatcher {
     this.serverInfo = opts.serverInfo ?? { name: 'moonhub', version: packageVersion() };
     this.observer = opts.observer;
     this.flow = opts.flow ?? new FlowLimits();
-    this.states = opts.requestStates ?? new RequestStates();
+    const limits = resolveLimits(opts.limits);
+    this.states =
+      opts.requestStates ?? new RequestStates(undefined, { ttlMs: limits.requestStateTtlMs });
     this.serverInfoMeta = { [SERVER_INFO_META_KEY]: this.serverInfo };
     this.modernSuffix = '"resultType":"complete","_meta":' + JSON.stringify(this.serverInfoMeta);
     const listBytes = opts.listCacheBytes ?? DEFAULT_LIST_CACHE_BYTES;
@@ -183,7 +185,7 @@ class Dispatcher implements McpDispatcher {
       serverInfo: this.serverInfo,
       capabilities: this.capabilities,
       instructions: opts.instructions,
-      limits: resolveLimits(opts.limits),
+      limits,
       refused: opts.refused,
       contextOf: (call) => this.contextOf(call),
     });

@@ -8,6 +8,7 @@
  */
 import { wireError, type WireError } from '../errors.js';
 import type { JsonRpcId } from './jsonrpc.js';
+import { DEFAULT_REQUEST_STATE_TTL_MS } from './request-state.js';
 
 export interface ServerLimits {
   /** 2025 HTTP sessions in total (`limits.sessions.total`). */
@@ -47,6 +48,8 @@ export interface ServerLimits {
   jsonDepth: number;
   /** Objects and arrays in one message. */
   jsonContainers: number;
+  /** How long a 2026-07-28 `requestState` is accepted after it was sealed (request-state.ts). */
+  requestStateTtlMs: number;
 }
 
 export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
@@ -67,6 +70,7 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
   bodyBytesTotal: 256 * 1024 * 1024,
   jsonDepth: 256,
   jsonContainers: 100_000,
+  requestStateTtlMs: DEFAULT_REQUEST_STATE_TTL_MS,
 };
 
 /** Counts a refusal by the limit's name (HubMetrics.refused, wired by operations.ts). */

@@ -5,6 +5,8 @@
  *   DELETE /admin/sessions/{uuid}   revoke
  * Every request needs an admin session's token (`moonhub session create --admin`), whatever the
  * MCP endpoint's auth mode, and passes the same Host/Origin check as the MCP endpoint.
+ * With `cluster.redis` a POST or DELETE answers once its change is merged into Redis (and so
+ * announced to every instance), or says in its body that Redis did not confirm it in time.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { HubConfig } from '../config/config.js';
@@ -16,6 +18,7 @@ import {
   type StdioLaunch,
 } from './issue.js';
 import type { SessionStore } from './store.js';
+import type { MergeOutcome } from './redis-sync.js';
 import { readJsonBody } from '../json-body.js';
 
 export const ADMIN_PREFIX = '/admin/';
@@ -34,6 +37,49 @@ export interface AdminApiOptions {
   /** The MCP endpoint's Host/Origin check. */
   guard: (headers: IncomingHttpHeaders) => { status: number; message: string } | undefined;
   onError?: (err: unknown) => void;
+  /**
+   * Sessions shared through Redis: resolves once the change just made to the session is merged
+   * into Redis, or when that failed or took too long (bounded by the caller).
+   */
+  replicated?: (uuid: string) => Promise<MergeOutcome>;
+  /** A change Redis did not confirm (for the log). */
+  onUnreplicated?: (uuid: string, outcome: MergeOutcome) => void;
+  /** Redis mode: waits for what is on the sockets before a token is checked (auth/authenticate). */
+  beforeCheck?: () => Promise<void>;
+}
+
+const UNREPLICATED =
+  'Redis did not confirm this change within cluster.limits.command_timeout_ms: this instance ' +
+  'applied it, the others will when Redis answers again (it is pushed on reconnection)';
+
+/**
+ * Answers `body` once the change to `uuid` reached Redis (Redis mode), with `replicated: true`;
+ * or `replicated: false` and a warning when Redis did not confirm it in time. Never hangs.
+ */
+function sendReplicated(
+  opts: AdminApiOptions,
+  res: ServerResponse,
+  status: number,
+  uuid: string,
+  body: object,
+): void {
+  if (opts.replicated === undefined) return send(res, status, body);
+  void opts.replicated(uuid).then(
+    (outcome) => {
+      if (outcome !== 'merged') opts.onUnreplicated?.(uuid, outcome);
+      send(
+        res,
+        status,
+        outcome === 'merged'
+          ? { ...body, replicated: true }
+          : { ...body, replicated: false, warning: UNREPLICATED },
+      );
+    },
+    (err: unknown) => {
+      opts.onError?.(err);
+      send(res, status, { ...body, replicated: false, warning: UNREPLICATED });
+    },
+  );
 }
 
 function send(
@@ -116,19 +162,55 @@ function createFrom(
   const why = sessionRequestProblem(opts.config(), spec);
   if (why !== undefined) return problem(res, 400, why);
   try {
-    send(res, 201, issueSession(store, opts.hubId, spec, opts.url(), opts.launch));
+    const issued = issueSession(store, opts.hubId, spec, opts.url(), opts.launch);
+    sendReplicated(opts, res, 201, issued.session_uuid, issued);
   } catch (err) {
     opts.onError?.(err);
     problem(res, 500, 'internal error');
   }
 }
 
+/** An admin request that passed the Host/Origin check: its token, then its route. */
+function route(opts: AdminApiOptions, req: IncomingMessage, res: ServerResponse, path: string) {
+  const { hubId } = opts;
+  const store = opts.store();
+  if (!authorized(hubId, req, res, store)) {
+    req.resume();
+    return;
+  }
+  const rest = path.slice(ADMIN_PREFIX.length);
+  if (rest === 'sessions') {
+    if (req.method === 'GET') {
+      send(res, 200, { sessions: store.list(hubId) });
+      req.resume();
+    } else if (req.method === 'POST') create(opts, req, res, store);
+    else {
+      problem(res, 405, 'use GET or POST', { Allow: 'GET, POST' });
+      req.resume();
+    }
+    return;
+  }
+  const m = /^sessions\/([^/]+)$/.exec(rest);
+  if (m !== null) {
+    if (req.method !== 'DELETE') problem(res, 405, 'use DELETE', { Allow: 'DELETE' });
+    else if (!UUID.test(m[1]!) || !store.revoke(m[1]!, hubId))
+      problem(res, 404, 'no active session with this id');
+    else sendReplicated(opts, res, 200, m[1]!, { revoked: m[1] });
+    req.resume();
+    return;
+  }
+  problem(res, 404, 'not found');
+  req.resume();
+}
+
 /** Returns a router for the HTTP server's `otherRoutes`: true when the request was the API's. */
 export function adminApi(
   opts: AdminApiOptions,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const { hubId } = opts;
-
+  const failed = (res: ServerResponse, err: unknown) => {
+    opts.onError?.(err);
+    if (!res.headersSent) problem(res, 500, 'internal error');
+  };
   return (req, res) => {
     // Every MCP request passes here first: decide on the raw URL, split it only for the API's.
     const url = req.url ?? '/';
@@ -141,37 +223,20 @@ export function adminApi(
         req.resume();
         return true;
       }
-      const store = opts.store();
-      if (!authorized(hubId, req, res, store)) {
-        req.resume();
-        return true;
-      }
-      const rest = path.slice(ADMIN_PREFIX.length);
-      if (rest === 'sessions') {
-        if (req.method === 'GET') {
-          send(res, 200, { sessions: store.list(hubId) });
-          req.resume();
-        } else if (req.method === 'POST') create(opts, req, res, store);
-        else {
-          problem(res, 405, 'use GET or POST', { Allow: 'GET, POST' });
-          req.resume();
-        }
-        return true;
-      }
-      const m = /^sessions\/([^/]+)$/.exec(rest);
-      if (m !== null) {
-        if (req.method !== 'DELETE') problem(res, 405, 'use DELETE', { Allow: 'DELETE' });
-        else if (!UUID.test(m[1]!) || !store.revoke(m[1]!, hubId))
-          problem(res, 404, 'no active session with this id');
-        else send(res, 200, { revoked: m[1] });
-        req.resume();
-        return true;
-      }
-      problem(res, 404, 'not found');
-      req.resume();
+      if (opts.beforeCheck === undefined) route(opts, req, res, path);
+      else
+        opts.beforeCheck().then(
+          () => {
+            try {
+              route(opts, req, res, path);
+            } catch (err) {
+              failed(res, err);
+            }
+          },
+          (err: unknown) => failed(res, err),
+        );
     } catch (err) {
-      opts.onError?.(err);
-      if (!res.headersSent) problem(res, 500, 'internal error');
+      failed(res, err);
     }
     return true;
   };

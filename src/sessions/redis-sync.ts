@@ -68,8 +68,15 @@ function encode(r: ReplicatedSession): string {
   });
 }
 
+/** What `whenMerged` found: the change is in Redis, or why it is not known to be. */
+export type MergeOutcome = 'merged' | 'failed' | 'timeout';
+
 export class SessionSync {
   private readonly pending = new Set<Promise<unknown>>();
+  /** The latest push of each session until it settles: what `whenMerged` waits for. */
+  private readonly merging = new Map<string, Promise<boolean>>();
+  /** The wait for the end of this event-loop turn, while one is pending (`caughtUp`). */
+  private turn: Promise<void> | undefined;
   private readonly stopListening: () => void;
   private closed = false;
 
@@ -151,8 +158,37 @@ export class SessionSync {
   private push(uuid: string): void {
     if (this.closed) return;
     const [row] = this.store.exportRows(uuid);
-    if (row !== undefined)
-      this.track(this.cmd.mhMergeSession(this.hash, this.channel, row.uuid, encode(row)));
+    if (row === undefined) return;
+    const merge = this.cmd.mhMergeSession(this.hash, this.channel, row.uuid, encode(row));
+    this.track(merge);
+    const outcome = merge.then(
+      () => true,
+      () => false,
+    );
+    this.merging.set(uuid, outcome);
+    void outcome.then(() => {
+      if (this.merging.get(uuid) === outcome) this.merging.delete(uuid);
+    });
+  }
+
+  /**
+   * Waits until the change just made to `uuid` (called in the same turn as the write) is merged
+   * into Redis, and so announced to every instance: the admin API answers after it, so a token
+   * it issued or revoked is known everywhere by then. At most `ms` (the command timeout): a Redis
+   * that is away must not hold the answer; the change is pushed again on reconnection.
+   */
+  async whenMerged(uuid: string, ms: number): Promise<MergeOutcome> {
+    const outcome = this.merging.get(uuid);
+    if (outcome === undefined) return this.closed ? 'failed' : 'merged';
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), ms);
+    });
+    try {
+      return await Promise.race([outcome.then((ok) => (ok ? 'merged' : 'failed')), late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Pulls every session Redis holds, then pushes those Redis lacks or holds unrevoked. */
@@ -169,6 +205,23 @@ export class SessionSync {
         merges.push(this.cmd.mhMergeSession(this.hash, this.channel, row.uuid, encode(row)));
     }
     await Promise.all(merges);
+  }
+
+  /**
+   * Resolves once the announcements already on the subscriber's socket are applied: one turn of
+   * the event loop (`setImmediate` runs after the I/O callbacks of the turn). A busy instance
+   * may wake with a revocation and the client's next request ready together and read the
+   * request first; a token checked after this turn sees every change announced before the
+   * request arrived (the admin API answers only after the announcement, see `whenMerged`).
+   */
+  caughtUp(): Promise<void> {
+    // The requests read in one turn share its wait: one setImmediate per turn, not per request.
+    return (this.turn ??= new Promise((resolve) =>
+      setImmediate(() => {
+        this.turn = undefined;
+        resolve();
+      }),
+    ));
   }
 
   /** Resolves once every change made so far has reached Redis (the CLI waits before exiting). */

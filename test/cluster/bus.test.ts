@@ -12,7 +12,8 @@ import { after, before, describe, it } from 'node:test';
 import { LocalBus } from '../../src/cluster/local-bus.js';
 import { RedisBus } from '../../src/cluster/redis-bus.js';
 import { BusRelay } from '../../src/cluster/ipc-bus.js';
-import { AnswerRouter } from '../../src/cluster/answers.js';
+import { AnswerRouter, DEFAULT_MAX_FORWARD_BYTES } from '../../src/cluster/answers.js';
+import { DEFAULT_MAX_BODY_BYTES } from '../../src/server/protocol.js';
 import { onTopic, publishTopic } from '../../src/cluster/topics.js';
 import type { MessageBus } from '../../src/cluster/bus.js';
 import { Redis } from 'ioredis';
@@ -285,5 +286,12 @@ describe('ipc bus between node:cluster workers', () => {
     assert.deepEqual(confirmed, { confirmed: true });
     for (const w of workers) assert.deepEqual(reports.get(w.id), ['confirmed'], `worker ${w.id}`);
     await Promise.all(workers.map((w) => new Promise((r) => (w.once('exit', r), w.kill()))));
+  });
+});
+
+describe('client answers forwarded between processes', () => {
+  it('by default forward as much as one process accepts in a body', () => {
+    // A client must not see a smaller limit because the hub runs several processes.
+    assert.equal(DEFAULT_MAX_FORWARD_BYTES, DEFAULT_MAX_BODY_BYTES);
   });
 });

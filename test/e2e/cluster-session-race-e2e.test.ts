@@ -7,7 +7,6 @@
  * (the CI failure of `cluster-sessions-redis-e2e` "cached copies never serve stale state").
  */
 import assert from 'node:assert/strict';
-import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { skipWithout } from '../helpers/services.js';
 import {
@@ -17,6 +16,7 @@ import {
   type RedisFleet,
 } from '../helpers/cluster-fixture.js';
 import { call, initializeSession, LEGACY_VERSION, sessionPost } from '../helpers/legacy-raw.js';
+import { Pipeline } from '../helpers/pipeline.js';
 
 const SPIN_PLUGIN = `
 mcp.tool("spin.main", { description = "keeps the thread busy" }, function(params)
@@ -33,39 +33,6 @@ plugins: { dirs: [plugins], isolation: none }
 agents: { worker: {} }
 cluster: { redis: "${redis}" }
 `;
-
-/** HTTP/1.1 requests pipelined on one kept-alive connection; answers read as they come. */
-class Pipeline {
-  private readonly socket: Socket;
-  private text = '';
-  constructor(url: string) {
-    const u = new URL(url);
-    this.socket = connect(Number(u.port), u.hostname);
-    this.socket.setEncoding('utf8');
-    this.socket.on('data', (d: string) => (this.text += d));
-  }
-  send(path: string, headers: Record<string, string>, body: unknown): void {
-    const json = JSON.stringify(body);
-    const lines = [`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: keep-alive'];
-    for (const [k, v] of Object.entries({
-      ...headers,
-      'Content-Length': String(Buffer.byteLength(json)),
-    }))
-      lines.push(`${k}: ${v}`);
-    this.socket.write(`${lines.join('\r\n')}\r\n\r\n${json}`);
-  }
-  async waitFor(re: RegExp, ms: number): Promise<string> {
-    const end = Date.now() + ms;
-    while (!re.test(this.text)) {
-      if (Date.now() > end) throw new Error(`no ${re} within ${ms} ms:\n${this.text}`);
-      await sleep(10);
-    }
-    return this.text;
-  }
-  close(): void {
-    this.socket.destroy();
-  }
-}
 
 describe(
   'a session change and the next request reaching a busy instance together',

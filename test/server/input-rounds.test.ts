@@ -4,6 +4,7 @@
  * with their headers.
  */
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { WireError } from '../../src/errors.js';
 import { RequestChannel, inputBinding, resumeRound } from '../../src/server/channel.js';
@@ -123,6 +124,46 @@ describe('input rounds', () => {
       () => states.open(alice, inputBinding('tools/call', params, undefined)),
       /belongs to another request/,
     );
+  });
+});
+
+describe('request state expiry (limits.request_state_ttl_ms)', () => {
+  it('opens a state until its TTL has passed, then refuses it as expired', () => {
+    let now = 1_000_000;
+    const secret = Buffer.alloc(32, 3);
+    const states = new RequestStates(secret, { ttlMs: 60_000, now: () => now });
+    const state = states.seal('tools/call t', { a: { ok: 1 } });
+    now += 60_000;
+    assert.deepEqual(states.open(state, 'tools/call t'), { a: { ok: 1 } });
+    now += 1;
+    assert.throws(
+      () => states.open(state, 'tools/call t'),
+      (err: unknown) =>
+        err instanceof WireError &&
+        err.code === -32602 &&
+        /requestState expired: issued 60 s ago/.test(err.message) &&
+        /limits\.request_state_ttl_ms/.test(err.message),
+    );
+    // Another process of the hub (same secret, its own TTL and clock) judges by the seal's time.
+    const other = new RequestStates(secret, { ttlMs: 120_000, now: () => now });
+    assert.deepEqual(other.open(state, 'tools/call t'), { a: { ok: 1 } });
+  });
+
+  it('defaults to 5 minutes and refuses a state sealed without an issue time', () => {
+    let now = 5_000_000;
+    const states = new RequestStates(Buffer.alloc(32, 4), { now: () => now });
+    const state = states.seal('tools/call t', {});
+    now += 5 * 60_000;
+    assert.deepEqual(states.open(state, 'tools/call t'), {});
+    now += 1;
+    assert.throws(() => states.open(state, 'tools/call t'), /expired/);
+    // A state of an older moonhub (no `t`), sealed under the same key: refused as expired.
+    const payload = Buffer.from(JSON.stringify({ b: 'tools/call t', a: {} })).toString('base64url');
+    const key = createHmac('sha256', Buffer.alloc(32, 4))
+      .update('moonhub 2026-07-28 requestState v1')
+      .digest();
+    const old = `${payload}.${createHmac('sha256', key).update(payload).digest('base64url')}`;
+    assert.throws(() => states.open(old, 'tools/call t'), /expired: it carries no issue time/);
   });
 });
 
