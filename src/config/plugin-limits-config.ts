@@ -11,6 +11,7 @@ export interface PluginLimitsConfig {
   spawn_per_call?: number;
   message_bytes?: number;
   messages_per_second?: number;
+  messages_per_second_per_principal?: number;
   registrations?: number;
   upstreams?: number;
   write_bytes?: number;

@@ -71,8 +71,17 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
   const limits = resolvePluginLimits(opts.limits);
   const tally = opts.onRefused === undefined ? undefined : new RefusalTally(opts.onRefused);
   const refused = tally === undefined ? undefined : (limit: string) => tally.count(limit);
-  // One gate per state: its log lines, notices and progress messages share one rate.
-  const gate = new MessageGate(limits, (n) => opts.logger.warn(droppedMessage(n, limits)));
+  // One gate per state: its log lines, notices and progress messages share one rate, of which
+  // each principal (the running handler call's) has a share that another's flood cannot take.
+  const gate = new MessageGate(
+    limits,
+    (n) => opts.logger.warn(droppedMessage(n, limits)),
+    PLUGIN_LIMIT_KEYS,
+    {
+      rate: limits.messagesPerSecondPerPrincipal,
+      principal: () => principalOf(activeHandlerContext(state)),
+    },
+  );
   installContext(state, gate);
   installRegistryApi(state, {
     registry: opts.registry,
