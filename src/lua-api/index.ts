@@ -123,6 +123,7 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
     caller: callerNow,
     root: () => opts.root,
     spawnPerCall: limits.spawnPerCall,
+    backgroundTaskMs: limits.backgroundTaskMs,
     taskWatch: opts.taskWatch,
     // Per state, not per handler call: handler calls run at once as many as clients send, so a
     // per-call share would bound nothing; per state it bounds what the plugin makes the hub hold.

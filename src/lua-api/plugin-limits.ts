@@ -58,6 +58,16 @@ export interface PluginLimits {
    */
   callsInFlightPerPrincipal: number;
   /**
+   * Wall time of a `task.spawn` task started outside any handler call (at the top level, in
+   * such a task or in a callback), which no call's `timeout_ms` covers (`background_task_ms`).
+   */
+  backgroundTaskMs: number;
+  /**
+   * A background task that overruns again this soon after the restart its overrun caused stops
+   * the plugin instead of restarting it (`task_restart_quiet_ms`; with plugin isolation).
+   */
+  taskRestartQuietMs: number;
+  /**
    * Characters of a tool name the plugin's `mcp.call`, `tools.use` and `mcp.call_tool` may name:
    * the front door's `limits.name_length` (set by the hub, not under `plugin_limits`).
    */
@@ -87,6 +97,8 @@ export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
   resourceUpdatesPerSecond: 1000,
   callsInFlight: 256,
   callsInFlightPerPrincipal: 64,
+  backgroundTaskMs: 5000,
+  taskRestartQuietMs: 60_000,
   nameLength: 256,
   uriLength: 4096,
 };
@@ -110,6 +122,8 @@ export const PLUGIN_LIMIT_KEYS: Record<keyof PluginLimits, string> = {
   resourceUpdatesPerSecond: 'plugin_limits.resource_updates_per_second',
   callsInFlight: 'plugin_limits.calls_in_flight',
   callsInFlightPerPrincipal: 'plugin_limits.calls_in_flight_per_principal',
+  backgroundTaskMs: 'plugin_limits.background_task_ms',
+  taskRestartQuietMs: 'plugin_limits.task_restart_quiet_ms',
   nameLength: 'limits.name_length',
   uriLength: 'limits.subscriptions.uri_length',
 };
