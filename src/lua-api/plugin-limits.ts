@@ -50,7 +50,10 @@ export interface PluginLimits {
   upstreamImportIntervalMs: number;
   /** `mcp.resource_updated` calls taken per second, per plugin (`resource_updates_per_second`). */
   resourceUpdatesPerSecond: number;
-  /** Tool calls (`mcp.call`, `tools.use`) one plugin's state may have running (`calls_in_flight`). */
+  /**
+   * Tool calls (`mcp.call`, `tools.use`, `mcp.call_tool`) one plugin's state may have running
+   * (`calls_in_flight`).
+   */
   callsInFlight: number;
   /**
    * ... of them one principal's handler calls (and the tasks they spawned) may have running
