@@ -47,12 +47,12 @@ interface Hub {
   B: Issued;
 }
 
-async function startHub(limits = ''): Promise<Hub> {
+async function startHub(limits = '', plugins = '{ dirs: [plugins] }'): Promise<Hub> {
   const dir = makeHubDir({ chat: CHAT });
   const file = dir.write(
     'moonhub.yaml',
     `auth: { mode: token }
-plugins: { dirs: [plugins] }
+plugins: ${plugins}
 agents:
   A: { plugins: [chat] }
   B: { plugins: [chat] }
@@ -169,6 +169,19 @@ describe('a share as large as the rate turns it off (the key is read)', () => {
         seen.every((n) => n < B_MESSAGES),
         `B saw ${seen.join(', ')}`,
       );
+    } finally {
+      await h.hub.stop();
+    }
+  });
+});
+
+describe("the same on the hub's thread (plugins.isolation: none)", () => {
+  it("keeps B's messages while A floods", async () => {
+    const h = await startHub('', '{ dirs: [plugins], isolation: none }');
+    try {
+      const { seen } = await bWhileAFloods(h);
+      console.log(`isolation none: B's messages seen ${seen.join(', ')} of ${B_MESSAGES}`);
+      assert.deepEqual(seen, [B_MESSAGES, B_MESSAGES, B_MESSAGES]);
     } finally {
       await h.hub.stop();
     }
