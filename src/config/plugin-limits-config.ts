@@ -11,6 +11,7 @@ export interface PluginLimitsConfig {
   spawn_per_call?: number;
   message_bytes?: number;
   messages_per_second?: number;
+  messages_per_second_per_principal?: number;
   registrations?: number;
   upstreams?: number;
   write_bytes?: number;
@@ -22,6 +23,8 @@ export interface PluginLimitsConfig {
   resource_updates_per_second?: number;
   calls_in_flight?: number;
   calls_in_flight_per_principal?: number;
+  background_task_ms?: number;
+  task_restart_quiet_ms?: number;
 }
 
 type CamelCase<S extends string> = S extends `${infer H}_${infer T}`

@@ -6,6 +6,7 @@
 import type { ToolResult } from '../registry/types.js';
 import type { ToolCaller } from './tool-caller.js';
 import { innerNameRefusal } from './inner-refusals.js';
+import { CallsInFlight, type FlightLimits } from './calls-in-flight.js';
 
 /** What `mcp.poll` and `task.await` hand back for a finished call. */
 export interface PollResult {
@@ -16,28 +17,18 @@ export interface PollResult {
   value?: unknown;
 }
 
-export interface CallTrackerLimits {
+export interface CallTrackerLimits extends FlightLimits {
   /** Calls (and spawned tasks) one state may start in all; unlimited when absent. */
   maxCalls?: number;
   /** Calls that may run at once; unlimited when absent. */
   maxConcurrent?: number;
   /**
-   * Tool calls (`mcp.call`, `tools.use`; spawned tasks not counted) that may run at once, and
-   * the config key that sets it (a plugin's `plugin_limits.calls_in_flight`); unlimited when absent.
+   * The state's tool calls in flight, when `mcp.call_tool` shares them (a plugin); else made
+   * from FlightLimits' bounds (`calls_in_flight` and its per-principal share).
    */
-  callsInFlight?: { max: number; key: string };
-  /**
-   * ... of them one principal may have running, and its key (a plugin's
-   * `plugin_limits.calls_in_flight_per_principal`). `principal` names whose call starts one: the
-   * principal of the handler call whose code runs now ('' for unauthenticated callers, one
-   * principal together), or undefined outside any handler (top level, background tasks: the
-   * plugin's own calls, which count against `callsInFlight` only).
-   */
-  callsInFlightPerPrincipal?: { max: number; key: string; principal: () => string | undefined };
+  flight?: CallsInFlight;
   /** Characters of a tool name a call may name (the front door's `limits.name_length`). */
   nameLength?: number;
-  /** Told of each call refused by one of the bounds above, by the limit's metric label. */
-  refused?: (limit: string) => void;
 }
 
 /** How a call or task ended. */
@@ -73,16 +64,16 @@ export class CallTracker {
   private head = 0;
   private started = 0;
   private running = 0;
-  /** Tool calls running (`running` less the tasks). */
-  private calls = 0;
-  /** Tool calls running per principal; a principal with none has no entry (the map stays small). */
-  private readonly byPrincipal = new Map<string, number>();
   private nextId = 1;
+  /** The tool calls in flight of the state (shared with `mcp.call_tool` when given). */
+  private readonly flight: CallsInFlight;
 
   constructor(
     private readonly caller: () => ToolCaller,
     private readonly limits: CallTrackerLimits = {},
-  ) {}
+  ) {
+    this.flight = limits.flight ?? new CallsInFlight(limits);
+  }
 
   /** Why a new call (or task) may not start now, or undefined. */
   private refusal(): string | undefined {
@@ -92,34 +83,6 @@ export class CallTracker {
     }
     if (maxConcurrent !== undefined && this.running >= maxConcurrent) {
       return `concurrency limit exceeded: at most ${maxConcurrent} calls may run at once (wait for some with task.await before starting more)`;
-    }
-    return undefined;
-  }
-
-  /**
-   * Why a tool call for `who` may not start now (the plugin's bounds on calls in flight), or
-   * undefined. A principal past its share may still borrow free places, but never the last
-   * `share` of them: those stay for the other principals. So a lone principal (one agent, or
-   * every caller of a hub without authentication) keeps most of the total, and one that floods
-   * cannot lock the others out. The share first, so a principal refused for it is told of its
-   * own bound; a share as large as the total bounds nothing of its own, and the total is named.
-   */
-  private flightRefusal(who: string | undefined): string | undefined {
-    const { callsInFlight, callsInFlightPerPrincipal: share } = this.limits;
-    const total = callsInFlight?.max ?? Infinity;
-    const own = who === undefined ? 0 : (this.byPrincipal.get(who) ?? 0);
-    if (
-      share !== undefined &&
-      share.max < total &&
-      own >= share.max &&
-      total - this.calls <= share.max
-    ) {
-      this.limits.refused?.('calls_in_flight_per_principal');
-      return `calls in flight limit exceeded: this principal has ${own} tool calls (mcp.call, tools.use) of this plugin running, past its share of ${share.max} (${share.key}), and the plugin's last ${share.max} places are kept for other principals; wait for some with task.await before starting more`;
-    }
-    if (callsInFlight !== undefined && this.calls >= callsInFlight.max) {
-      this.limits.refused?.('calls_in_flight');
-      return `calls in flight limit exceeded: at most ${callsInFlight.max} tool calls (mcp.call, tools.use) of this plugin may run at once (${callsInFlight.key}); wait for some with task.await before starting more`;
     }
     return undefined;
   }
@@ -136,31 +99,24 @@ export class CallTracker {
   /** Starts a tool call, or records a refusal; returns the request id either way. */
   start(name: string, args: Record<string, unknown> | undefined, refused?: string): string {
     // Who starts it, read now: the handler whose code runs at this moment.
-    const who = this.limits.callsInFlightPerPrincipal?.principal();
-    const reason = this.nameRefusal(name) ?? refused ?? this.refusal() ?? this.flightRefusal(who);
+    const flight = this.flight;
+    const who = flight.who();
+    const reason = this.nameRefusal(name) ?? refused ?? this.refusal() ?? flight.refusal(who);
     // A refused call never runs: mcp.poll answers it at once, not after a turn (LUA_API §3.1).
     if (reason !== undefined) return this.track('call', { error: reason });
     this.started++;
     return this.track('call', async () => {
       this.running++;
-      this.calls++;
-      if (who !== undefined) this.count(who, 1);
+      flight.enter(who);
       try {
         return { result: await this.caller().call(name, args ?? {}) };
       } catch (err) {
         return { error: err instanceof Error ? err.message : String(err) };
       } finally {
         this.running--;
-        this.calls--;
-        if (who !== undefined) this.count(who, -1);
+        flight.leave(who);
       }
     });
-  }
-
-  private count(who: string, by: 1 | -1): void {
-    const n = (this.byPrincipal.get(who) ?? 0) + by;
-    if (n > 0) this.byPrincipal.set(who, n);
-    else this.byPrincipal.delete(who);
   }
 
   /** Tracks a spawned task (its promise yields the function's first value or throws). */

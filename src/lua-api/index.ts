@@ -19,6 +19,7 @@ import { activeHandlerContext, nestedContext, noticeData } from './nested-call.j
 import { builtinModule as chilkatModule } from './chilkat.js';
 import { LIB_MCP_MODULE } from './botster-compat.js';
 import { RefusalTally, type RefusalReport } from './inner-refusals.js';
+import { CallsInFlight } from './calls-in-flight.js';
 import type { CallContext } from '../registry/types.js';
 
 /**
@@ -71,9 +72,32 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
   const limits = resolvePluginLimits(opts.limits);
   const tally = opts.onRefused === undefined ? undefined : new RefusalTally(opts.onRefused);
   const refused = tally === undefined ? undefined : (limit: string) => tally.count(limit);
-  // One gate per state: its log lines, notices and progress messages share one rate.
-  const gate = new MessageGate(limits, (n) => opts.logger.warn(droppedMessage(n, limits)));
+  // One gate per state: its log lines, notices and progress messages share one rate, of which
+  // each principal (the running handler call's) has a share that another's flood cannot take.
+  const gate = new MessageGate(
+    limits,
+    (n) => opts.logger.warn(droppedMessage(n, limits)),
+    PLUGIN_LIMIT_KEYS,
+    {
+      rate: limits.messagesPerSecondPerPrincipal,
+      principal: () => principalOf(activeHandlerContext(state)),
+    },
+  );
   installContext(state, gate);
+  // Per state, not per handler call: handler calls run at once as many as clients send, so a
+  // per-call share would bound nothing; per state it bounds what the plugin makes the hub hold.
+  // Within it each principal has a share, so one agent's fan-out cannot refuse every other
+  // agent's calls into this plugin; the plugin's own calls (no handler) take the total only.
+  // One count for mcp.call, tools.use and mcp.call_tool alike.
+  const flight = new CallsInFlight({
+    callsInFlight: { max: limits.callsInFlight, key: PLUGIN_LIMIT_KEYS.callsInFlight },
+    callsInFlightPerPrincipal: {
+      max: limits.callsInFlightPerPrincipal,
+      key: PLUGIN_LIMIT_KEYS.callsInFlightPerPrincipal,
+      principal: () => principalOf(activeHandlerContext(state)),
+    },
+    refused,
+  });
   installRegistryApi(state, {
     registry: opts.registry,
     owner: opts.owner,
@@ -81,6 +105,7 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
     limits,
     warn: (message) => opts.logger.warn(message),
     refused,
+    flight,
   });
   installTask(state);
   installLog(state, opts.logger, gate);
@@ -114,21 +139,9 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
     caller: callerNow,
     root: () => opts.root,
     spawnPerCall: limits.spawnPerCall,
+    backgroundTaskMs: limits.backgroundTaskMs,
     taskWatch: opts.taskWatch,
-    // Per state, not per handler call: handler calls run at once as many as clients send, so a
-    // per-call share would bound nothing; per state it bounds what the plugin makes the hub hold.
-    // Within it each principal has a share, so one agent's fan-out cannot refuse every other
-    // agent's calls into this plugin; the plugin's own calls (no handler) take the total only.
-    limits: {
-      callsInFlight: { max: limits.callsInFlight, key: PLUGIN_LIMIT_KEYS.callsInFlight },
-      callsInFlightPerPrincipal: {
-        max: limits.callsInFlightPerPrincipal,
-        key: PLUGIN_LIMIT_KEYS.callsInFlightPerPrincipal,
-        principal: () => principalOf(activeHandlerContext(state)),
-      },
-      nameLength: limits.nameLength,
-      refused,
-    },
+    limits: { flight, nameLength: limits.nameLength, refused },
   });
   installProxyApi(state, {
     registry: opts.registry,

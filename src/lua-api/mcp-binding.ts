@@ -12,6 +12,7 @@ import { callWithContext } from './context.js';
 import { activeHandlerContext, nestedContext } from './nested-call.js';
 import { contextFields } from './botster-compat.js';
 import { innerNameRefusal } from './inner-refusals.js';
+import { CallsInFlight } from './calls-in-flight.js';
 import {
   droppedUpdates,
   handlerFailure,
@@ -33,6 +34,11 @@ export interface RegistryBindingOptions {
   warn?: (message: string) => void;
   /** Told of each call refused by a limit (its metric label), for the hub's refusal counter. */
   refused?: (limit: string) => void;
+  /**
+   * The state's tool calls in flight, shared with `mcp.call` and `tools.use`: `mcp.call_tool`
+   * takes a place of the same bound (unbounded when absent).
+   */
+  flight?: CallsInFlight;
 }
 
 /** What a session (by its uuid) may see: its owner filter, or null when there is no such session. */
@@ -52,6 +58,8 @@ export class RegistryBinding {
   /** `mcp.resource_updated`'s rate: each call is work on the hub's thread, whoever listens. */
   readonly updates: RateGate;
   private readonly refused: ((limit: string) => void) | undefined;
+  /** The tool calls in flight of the state (`plugin_limits.calls_in_flight`). */
+  readonly flight: CallsInFlight;
 
   constructor(
     readonly state: LuaState,
@@ -62,6 +70,7 @@ export class RegistryBinding {
     this.sessionViews = opts.sessionViews;
     this.limits = opts.limits ?? resolvePluginLimits();
     this.refused = opts.refused;
+    this.flight = opts.flight ?? new CallsInFlight();
     const limits = this.limits;
     this.updates = new RateGate(limits.resourceUpdatesPerSecond, (n) =>
       opts.warn?.(droppedUpdates(n, limits)),

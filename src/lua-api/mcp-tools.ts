@@ -135,7 +135,13 @@ function callToolSpec(b: RegistryBinding): HostFunctionSpec {
       // As Botster's refusals: `nil, err`, before the name goes anywhere that keeps it.
       const tooLong = b.nameRefusal(name);
       if (tooLong !== undefined) return new LuaMulti([undefined, tooLong]);
+      // A place of the plugin's calls in flight, as mcp.call takes (refused: `nil, err`).
+      const flight = b.flight;
+      const who = flight.who();
+      const busy = flight.refusal(who);
+      if (busy !== undefined) return new LuaMulti([undefined, busy]);
       const ctx = b.contextFor(call, args[2]);
+      flight.enter(who);
       try {
         const result = await registry.callTool(name, params, ctx, ctx.filter);
         // As Botster: a raised error (or a refused call) is `nil, err`; an `isError` answer
@@ -150,6 +156,8 @@ function callToolSpec(b: RegistryBinding): HostFunctionSpec {
         return new LuaMulti([result.content]);
       } catch (err) {
         return new LuaMulti([undefined, describeFailure(err)]);
+      } finally {
+        flight.leave(who);
       }
     },
   };

@@ -6,6 +6,7 @@
  * refusal names its key. docs/security.md lists them all.
  */
 import { BridgeSizeError } from '../lua/bridge.js';
+import { PrincipalBuckets } from './principal-buckets.js';
 import {
   DEFAULT_UPSTREAM_REQUESTS_IN_FLIGHT,
   DEFAULT_UPSTREAM_REQUESTS_PER_SECOND,
@@ -26,6 +27,11 @@ export interface PluginLimits {
   messageBytes: number;
   /** Log lines, notices and progress messages per second, per plugin (`messages_per_second`). */
   messagesPerSecond: number;
+  /**
+   * ... of them one principal's handler calls (and their tasks) may take for their own
+   * (`messages_per_second_per_principal`; default a quarter of `messagesPerSecond`, at least 1).
+   */
+  messagesPerSecondPerPrincipal: number;
   /** Tools, prompts and resources one plugin may register (`registrations`). */
   registrations: number;
   /** Upstream connections (`mcp.proxy`) one plugin may hold (`upstreams`). */
@@ -44,13 +50,26 @@ export interface PluginLimits {
   upstreamImportIntervalMs: number;
   /** `mcp.resource_updated` calls taken per second, per plugin (`resource_updates_per_second`). */
   resourceUpdatesPerSecond: number;
-  /** Tool calls (`mcp.call`, `tools.use`) one plugin's state may have running (`calls_in_flight`). */
+  /**
+   * Tool calls (`mcp.call`, `tools.use`, `mcp.call_tool`) one plugin's state may have running
+   * (`calls_in_flight`).
+   */
   callsInFlight: number;
   /**
    * ... of them one principal's handler calls (and the tasks they spawned) may have running
    * (`calls_in_flight_per_principal`; default a quarter of `callsInFlight`, at least 1).
    */
   callsInFlightPerPrincipal: number;
+  /**
+   * Wall time of a `task.spawn` task started outside any handler call (at the top level, in
+   * such a task or in a callback), which no call's `timeout_ms` covers (`background_task_ms`).
+   */
+  backgroundTaskMs: number;
+  /**
+   * A background task that overruns again this soon after the restart its overrun caused stops
+   * the plugin instead of restarting it (`task_restart_quiet_ms`; with plugin isolation).
+   */
+  taskRestartQuietMs: number;
   /**
    * Characters of a tool name the plugin's `mcp.call`, `tools.use` and `mcp.call_tool` may name:
    * the front door's `limits.name_length` (set by the hub, not under `plugin_limits`).
@@ -69,6 +88,7 @@ export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
   spawnPerCall: 1000,
   messageBytes: 16 * 1024,
   messagesPerSecond: 200,
+  messagesPerSecondPerPrincipal: 50,
   registrations: 10_000,
   upstreams: 64,
   writeBytes: 64 * 1024 * 1024,
@@ -80,6 +100,8 @@ export const DEFAULT_PLUGIN_LIMITS: Readonly<PluginLimits> = {
   resourceUpdatesPerSecond: 1000,
   callsInFlight: 256,
   callsInFlightPerPrincipal: 64,
+  backgroundTaskMs: 5000,
+  taskRestartQuietMs: 60_000,
   nameLength: 256,
   uriLength: 4096,
 };
@@ -91,6 +113,7 @@ export const PLUGIN_LIMIT_KEYS: Record<keyof PluginLimits, string> = {
   spawnPerCall: 'plugin_limits.spawn_per_call',
   messageBytes: 'plugin_limits.message_bytes',
   messagesPerSecond: 'plugin_limits.messages_per_second',
+  messagesPerSecondPerPrincipal: 'plugin_limits.messages_per_second_per_principal',
   registrations: 'plugin_limits.registrations',
   upstreams: 'plugin_limits.upstreams',
   writeBytes: 'plugin_limits.write_bytes',
@@ -102,6 +125,8 @@ export const PLUGIN_LIMIT_KEYS: Record<keyof PluginLimits, string> = {
   resourceUpdatesPerSecond: 'plugin_limits.resource_updates_per_second',
   callsInFlight: 'plugin_limits.calls_in_flight',
   callsInFlightPerPrincipal: 'plugin_limits.calls_in_flight_per_principal',
+  backgroundTaskMs: 'plugin_limits.background_task_ms',
+  taskRestartQuietMs: 'plugin_limits.task_restart_quiet_ms',
   nameLength: 'limits.name_length',
   uriLength: 'limits.subscriptions.uri_length',
 };
@@ -128,6 +153,8 @@ export function resolvePluginLimits(given: Partial<PluginLimits> = {}): PluginLi
   }
   if (given.callsInFlightPerPrincipal === undefined)
     out.callsInFlightPerPrincipal = defaultPerPrincipal(out.callsInFlight);
+  if (given.messagesPerSecondPerPrincipal === undefined)
+    out.messagesPerSecondPerPrincipal = defaultPerPrincipal(out.messagesPerSecond);
   return out;
 }
 
@@ -156,14 +183,31 @@ export function handlerFailure(err: unknown, limits: PluginLimits): Error {
 }
 
 /**
+ * The per-principal part of a MessageGate: each principal's share of the rate (`rate`, a bucket
+ * of its own) and who is sending now (the running handler call's principal, '' for callers
+ * nobody authenticated; undefined outside any handler).
+ */
+export interface MessageShare {
+  rate: number;
+  principal: () => string | undefined;
+}
+
+/**
  * One plugin's log lines, notices and progress messages: each cut to `messageBytes`, and at most
  * `messagesPerSecond` of them per second (a token bucket); the rest are dropped and counted, and
  * the count is reported once the rate allows again, so a loop cannot flood a client or the log.
+ *
+ * With a `share`, one principal's flood cannot use up the plugin's rate for the others (as
+ * `calls_in_flight_per_principal` does for calls): a message within its principal's own bucket
+ * may take any of the plugin's tokens; past it (and the plugin's own messages, outside any
+ * handler) only while more than a share's worth of them is left. So a lone principal still gets
+ * the whole rate, and the last share's worth stays for principals within theirs.
  */
 export class MessageGate {
   private tokens: number;
   private last = performance.now();
   private dropped = 0;
+  private readonly buckets: PrincipalBuckets | undefined;
 
   constructor(
     private readonly limits: Pick<PluginLimits, 'messageBytes' | 'messagesPerSecond'>,
@@ -172,27 +216,45 @@ export class MessageGate {
       typeof PLUGIN_LIMIT_KEYS,
       'messageBytes' | 'messagesPerSecond'
     > = PLUGIN_LIMIT_KEYS,
+    private readonly share?: MessageShare,
   ) {
     this.tokens = limits.messagesPerSecond;
+    // A share as large as the rate bounds nothing of its own.
+    if (share !== undefined && share.rate < limits.messagesPerSecond)
+      this.buckets = new PrincipalBuckets(share.rate);
   }
 
   /** The message to send (cut if too long), or undefined when it is dropped. */
   admit(text: string): string | undefined {
-    const rate = this.limits.messagesPerSecond;
-    const now = performance.now();
-    this.tokens = Math.min(rate, this.tokens + ((now - this.last) / 1000) * rate);
-    this.last = now;
-    if (this.tokens < 1) {
+    if (!this.take()) {
       this.dropped++;
       return undefined;
     }
-    this.tokens--;
     if (this.dropped > 0) {
       const n = this.dropped;
       this.dropped = 0;
       this.onDropped(n);
     }
     return capText(text, this.limits.messageBytes, this.keys.messageBytes);
+  }
+
+  /** Takes one token of the plugin's rate (and of the sender's share), or says it may not. */
+  private take(): boolean {
+    const rate = this.limits.messagesPerSecond;
+    const now = performance.now();
+    this.tokens = Math.min(rate, this.tokens + ((now - this.last) / 1000) * rate);
+    this.last = now;
+    if (this.tokens < 1) return false;
+    if (this.buckets !== undefined) {
+      const share = (this.share as MessageShare).rate;
+      const who = (this.share as MessageShare).principal();
+      const own = who === undefined ? undefined : this.buckets.refill(who, now);
+      if (own !== undefined && own.tokens >= 1) own.tokens--;
+      // Past its share, or the plugin's own: borrowed, never the last share's worth.
+      else if (this.tokens - 1 < share) return false;
+    }
+    this.tokens--;
+    return true;
   }
 
   /**
@@ -231,9 +293,14 @@ export class MessageGate {
 /** A short description for the one log line about dropped messages. */
 export function droppedMessage(
   count: number,
-  limits: Pick<PluginLimits, 'messagesPerSecond'>,
+  limits: Pick<PluginLimits, 'messagesPerSecond'> &
+    Partial<Pick<PluginLimits, 'messagesPerSecondPerPrincipal'>>,
 ): string {
-  return `${count} log/notice/progress message${count === 1 ? '' : 's'} dropped: at most ${limits.messagesPerSecond} per second (${PLUGIN_LIMIT_KEYS.messagesPerSecond})`;
+  const total = limits.messagesPerSecond;
+  const share = limits.messagesPerSecondPerPrincipal ?? total;
+  const head = `${count} log/notice/progress message${count === 1 ? '' : 's'} dropped: at most ${total} per second (${PLUGIN_LIMIT_KEYS.messagesPerSecond})`;
+  if (share >= total) return head;
+  return `${head}; past ${share} a second of one principal's (${PLUGIN_LIMIT_KEYS.messagesPerSecondPerPrincipal}), only while more than ${share} are left for the others`;
 }
 
 /**

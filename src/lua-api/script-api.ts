@@ -24,6 +24,8 @@ export interface ScriptApiOptions {
    * (plugin_limits.spawn_per_call; unlimited if absent).
    */
   spawnPerCall?: number;
+  /** Wall time of a task spawned outside any call (plugin_limits.background_task_ms). */
+  backgroundTaskMs?: number;
   /** Told as tasks start and end (a plugin's worker: the hub's hard stop for each). */
   taskWatch?: TaskWatch;
 }
@@ -34,6 +36,7 @@ export function installScriptApi(state: LuaState, opts: ScriptApiOptions): CallT
   installTaskWaits(state, tracker, {
     limits: opts.spawnLimits,
     perCall: opts.spawnPerCall,
+    backgroundMs: opts.backgroundTaskMs,
     watch: opts.taskWatch,
   });
   installTools(state, tracker);

@@ -52,6 +52,11 @@ export interface SpawnOptions {
    * count outside calls ran out for good in a plugin that lives for days).
    */
   perCall?: number;
+  /**
+   * Wall time of a task spawned outside any call (`plugin_limits.background_task_ms`): no
+   * call's limit covers it. Absent: the default call limit (5 s).
+   */
+  backgroundMs?: number;
   watch?: TaskWatch;
 }
 
@@ -131,8 +136,9 @@ export function installTaskWaits(
         const tag = state.activeTag;
         const bg = typeof tag !== 'object' || tag === null;
         // A task spawned in a handler call has that handler's time limit (its timeout_ms), not
-        // the default: a handler allowed 60 s may wait 60 s on what it spawned.
-        const callMs = bg ? undefined : state.activeTimeoutMs;
+        // the default: a handler allowed 60 s may wait 60 s on what it spawned. One spawned
+        // outside any call has the plugin's own bound for those.
+        const callMs = bg ? opts.backgroundMs : state.activeTimeoutMs;
         const refused = budget.refusal(tag);
         if (refused !== undefined) {
           state.unref(ref);

@@ -89,7 +89,7 @@ export class IsolatedPlugin implements DirectPlugin {
 
   private constructor(private readonly opts: IsolatedPluginOptions) {
     this.log = opts.logger;
-    this.tasks = new PluginTasks(opts.graceMs);
+    this.tasks = new PluginTasks(opts.graceMs, opts.limits?.taskRestartQuietMs);
     this.contexts = new ContextTable(opts.contextTableSize ?? DEFAULT_CONTEXT_TABLE_SIZE, (msg) =>
       this.outbox.post(msg),
     );

@@ -17,8 +17,10 @@ export interface RunningTask {
 /**
  * A background task that overruns again this soon after the restart its overrun caused stops
  * the plugin: its top level spawns it again at each load, so restarting would loop for good.
+ * The default of `plugin_limits.task_restart_quiet_ms`.
  */
 export const TASK_RESTART_QUIET_MS = 60_000;
+const QUIET_KEY = 'plugin_limits.task_restart_quiet_ms';
 
 /** What a task's overrun calls for, with the words for the log and the failed load. */
 export interface TaskOverrun {
@@ -36,7 +38,10 @@ export class PluginTasks {
   /** When a background task's overrun last restarted the plugin (performance.now() ms). */
   private restartedAt = -Infinity;
 
-  constructor(private readonly graceMs: number) {}
+  constructor(
+    private readonly graceMs: number,
+    private readonly quietMs = TASK_RESTART_QUIET_MS,
+  ) {}
 
   /** Records a task that started; returns its deadline (arm the hard stop for it). */
   started(id: number, limitMs: number, background: boolean): number {
@@ -67,21 +72,21 @@ export class PluginTasks {
   /**
    * What `t`'s overrun calls for. A task spawned in a handler call restarts the plugin, as a
    * call does (its clients drive it); a background one restarts it unless the last restart was
-   * for such an overrun less than TASK_RESTART_QUIET_MS ago.
+   * for such an overrun less than `quietMs` ago.
    */
   overrun(t: RunningTask, now: number): TaskOverrun {
     const what = t.background ? 'a task spawned outside any handler call' : 'a task';
     const reason = `${what} (task.spawn) overran its ${t.limitMs} ms limit by ${this.graceMs} ms`;
     let restart = true;
     if (t.background) {
-      restart = now - this.restartedAt >= TASK_RESTART_QUIET_MS;
+      restart = now - this.restartedAt >= this.quietMs;
       if (restart) this.restartedAt = now;
     }
     return {
       restart,
       reason,
       loadError: `timeout: ${what} ran longer than its ${t.limitMs} ms limit while the plugin loaded and was stopped hard (it was stuck in one long library call)`,
-      stopped: `plugin stopped: ${reason} again within ${TASK_RESTART_QUIET_MS / 1000} s of the restart it caused; it is not restarted (its top level would spawn it again): fix the plugin and save it to load it again`,
+      stopped: `plugin stopped: ${reason} again within ${this.quietMs / 1000} s of the restart it caused (${QUIET_KEY}); it is not restarted (its top level would spawn it again): fix the plugin and save it to load it again`,
     };
   }
 }

@@ -44,6 +44,31 @@ mcp.tool("use", {
 end)
 `;
 
+// `mixed`: `n` tasks each calling the slow tool with mcp.call_tool (it waits; the tasks run side
+// by side), then one mcp.call: what call_tool answered and whether mcp.call found a place.
+const MIXED = String.raw`
+mcp.tool("mixed", {
+  input_schema = { type = "object", properties = { n = { type = "number" } } },
+  timeout_ms = 60000,
+}, function(p)
+  local tasks = {}
+  for i = 1, p.n do
+    tasks[i] = task.spawn(function()
+      local content, err = mcp.call_tool("slow", {})
+      return err or "ok"
+    end)
+  end
+  task.sleep(300)
+  local r = mcp.poll(mcp.call("slow", {}))
+  local ok, refused, why = 0, 0, nil
+  for _, t in ipairs(task.await(tasks)) do
+    if t.value == "ok" then ok = ok + 1 else refused = refused + 1; why = why or t.value end
+  end
+  return json.encode({ ok = ok, refused = refused, why = why,
+    call = r == nil and "started" or r.content })
+end)
+`;
+
 const SLOW = String.raw`
 mcp.tool("slow", { timeout_ms = 60000 }, function() task.sleep(${SLOW_MS}) return "slow" end)
 mcp.tool("quick", {}, function() return "quick" end)
@@ -139,6 +164,44 @@ describe('plugin_limits.calls_in_flight', () => {
       };
       assert.equal(out.taken, 3);
       assert.match(out.why ?? '', /at most 3 tool calls .*plugin_limits\.calls_in_flight/);
+    } finally {
+      await limited.stop();
+    }
+  });
+
+  it('counts mcp.call_tool against the same bound as mcp.call (one count for every path)', async () => {
+    const limited = await startPluginHub({ 'mixed.lua': MIXED, 'slow.lua': SLOW }, (d) => [
+      '--config',
+      d.write(
+        'moonhub.json',
+        JSON.stringify({
+          plugins: { dirs: ['plugins'] },
+          plugin_limits: { calls_in_flight: 3, calls_in_flight_per_principal: 3 },
+        }),
+      ),
+      '--no-watch',
+    ]);
+    try {
+      const out = JSON.parse((await call(limited.client, 'mixed', { n: 5 })).text) as {
+        ok: number;
+        refused: number;
+        why?: string;
+        call: string;
+      };
+      // Before: all 5 call_tool calls ran, and mcp.call still started beside them.
+      assert.equal(out.ok, 3);
+      assert.equal(out.refused, 2);
+      assert.match(
+        out.why ?? '',
+        /^calls in flight limit exceeded: at most 3 tool calls \(mcp\.call, tools\.use, mcp\.call_tool\) of this plugin may run at once \(plugin_limits\.calls_in_flight\)/,
+      );
+      assert.match(out.call, /^calls in flight limit exceeded: at most 3 tool calls/);
+      // The places come back when the calls end.
+      assert.deepEqual(JSON.parse((await call(limited.client, 'mixed', { n: 2 })).text), {
+        ok: 2,
+        refused: 0,
+        call: 'started',
+      });
     } finally {
       await limited.stop();
     }

@@ -194,6 +194,7 @@ describe('per-tool rate limit inside execute', () => {
       end
       out[4] = task.await(mcp.call("ok", {})).is_error and "refused" or "served"
       return out`;
+    const rateRefusals = await refusalCount('rate');
     const res = await fetch(hub.url, {
       method: 'POST',
       headers: { ...modernHeaders('execute'), authorization: `Bearer ${C.token}` },
@@ -223,6 +224,8 @@ describe('per-tool rate limit inside execute', () => {
       /Rate limit exceeded for tool 'slow\.report' \(limits\.rate\.tools\["slow\.\*"\]\); retry after \d+ ms/,
     );
     assert.equal(out[3], 'served', "an unlimited tool's inner calls are not refused");
+    // The inner refusal is counted as the front door's are (before C's own 429 below).
+    assert.equal((await refusalCount('rate')) - rateRefusals, 1);
     // The script spent C's tokens: C's own call of the tool is refused too, B's is not.
     assert.equal((await callAs(C, 'slow.report')).status, 429);
     assert.equal((await callAs(B, 'slow.report')).status, 200);
@@ -275,6 +278,11 @@ describe('notice size and rate per call', () => {
     assert.match(a.text, /"text":"chatted"/);
   });
 });
+
+async function refusalCount(limit: string): Promise<number> {
+  const text = await scrape(baseOf(hub.url), adminToken(dir.data));
+  return sample(text, 'moonhub_limit_refusals_total', { limit });
+}
 
 describe('refusals in the metrics', () => {
   it('counts rate refusals, dropped and cut notices by limit', async () => {
