@@ -12,51 +12,12 @@ import {
   PROBE_PLUGIN,
   startRedisFleet,
   startWorkersHub,
+  askProbe,
   type RedisFleet,
   type WorkersHub,
 } from '../helpers/cluster-fixture.js';
-import { rawRequest } from '../helpers/legacy-raw.js';
 
-const MODERN = '2026-07-28';
-
-interface Answer {
-  instance: string;
-  status: number;
-  body: { result?: Record<string, unknown>; error?: { code: number; message: string } };
-}
-
-/** One 2026-07-28 call of probe.ask on a connection of its own (the balancer picks a process). */
-async function ask(
-  url: string,
-  token: string,
-  extra: Record<string, unknown> = {},
-): Promise<Answer> {
-  const res = await rawRequest(url, {
-    method: 'POST',
-    token,
-    headers: {
-      'MCP-Protocol-Version': MODERN,
-      'Mcp-Method': 'tools/call',
-      'Mcp-Name': 'probe.ask',
-    },
-    body: {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'tools/call',
-      params: {
-        name: 'probe.ask',
-        arguments: {},
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': MODERN,
-          'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
-        },
-        ...extra,
-      },
-    },
-  });
-  const text = await res.done;
-  return { instance: res.instance, status: res.status, body: JSON.parse(text) as Answer['body'] };
-}
+const ask = askProbe; // each on a connection of its own: the balancer picks a process
 
 /**
  * Asks once, then retries with the state and the answer until every process has answered a retry

@@ -11,6 +11,8 @@ import { after, before, describe, it } from 'node:test';
 import { skipWithout } from '../helpers/services.js';
 import {
   PROBE_PLUGIN,
+  SPIN_PLUGIN,
+  busyInstanceConfig,
   sleep,
   startRedisFleet,
   type RedisFleet,
@@ -18,21 +20,7 @@ import {
 import { Pipeline } from '../helpers/pipeline.js';
 import { Redis } from 'ioredis';
 
-const SPIN_PLUGIN = `
-mcp.tool("spin.main", { description = "keeps the thread busy" }, function(params)
-  local t = os.clock()
-  while os.clock() - t < (params.seconds or 0.4) do end
-  return "spun"
-end)
-`;
-
-const config = (redis: string) => `
-hub_id: revoke-race
-auth: { mode: token }
-plugins: { dirs: [plugins], isolation: none }
-agents: { worker: {} }
-cluster: { redis: "${redis}" }
-`;
+const config = busyInstanceConfig('revoke-race');
 
 const MODERN = '2026-07-28';
 

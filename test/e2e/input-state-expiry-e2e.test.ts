@@ -11,43 +11,14 @@ import { makeHubDir, type HubDir } from '../helpers/auth-hub.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
 import {
   PROBE_PLUGIN,
+  askProbe,
   sleep,
   startRedisFleet,
   type RedisFleet,
 } from '../helpers/cluster-fixture.js';
-import { rawRequest } from '../helpers/legacy-raw.js';
 
-const MODERN = '2026-07-28';
-
-type Body = { result?: Record<string, unknown>; error?: { code: number; message: string } };
-
-/** One 2026-07-28 call of probe.ask, with a retry's state and answers when given. */
-async function ask(url: string, token: string | undefined, extra: Record<string, unknown> = {}) {
-  const res = await rawRequest(url, {
-    method: 'POST',
-    token,
-    headers: {
-      'MCP-Protocol-Version': MODERN,
-      'Mcp-Method': 'tools/call',
-      'Mcp-Name': 'probe.ask',
-    },
-    body: {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'tools/call',
-      params: {
-        name: 'probe.ask',
-        arguments: {},
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': MODERN,
-          'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
-        },
-        ...extra,
-      },
-    },
-  });
-  return JSON.parse(await res.done) as Body;
-}
+const ask = async (url: string, token: string | undefined, extra: Record<string, unknown> = {}) =>
+  (await askProbe(url, token, extra)).body;
 
 /** The state and answers of a first round asked through `url`. */
 async function firstRound(url: string, token: string | undefined) {

@@ -193,3 +193,68 @@ mcp.tool("probe.slow", { description = "logs, waits, logs, answers", timeout_ms 
   return "slow done"
 end)
 `;
+
+/** A tool that keeps its thread busy `seconds` (default 0.4): with `isolation: none`, the hub's. */
+export const SPIN_PLUGIN = `
+mcp.tool("spin.main", { description = "keeps the thread busy" }, function(params)
+  local t = os.clock()
+  while os.clock() - t < (params.seconds or 0.4) do end
+  return "spun"
+end)
+`;
+
+/**
+ * The config of an instance whose plugins run on the hub's thread (`isolation: none`), so a
+ * SPIN_PLUGIN call keeps the instance from reading anything until it ends.
+ */
+export const busyInstanceConfig = (hubId: string) => (redis: string) => `
+hub_id: ${hubId}
+auth: { mode: token }
+plugins: { dirs: [plugins], isolation: none }
+agents: { worker: {} }
+cluster: { redis: "${redis}" }
+`;
+
+export interface ProbeAnswer {
+  instance: string;
+  status: number;
+  body: { result?: Record<string, unknown>; error?: { code: number; message: string } };
+}
+
+/** One 2026-07-28 call of PROBE_PLUGIN's probe.ask (elicitation capable), with `extra` params. */
+export async function askProbe(
+  url: string,
+  token: string | undefined,
+  extra: Record<string, unknown> = {},
+): Promise<ProbeAnswer> {
+  const modern = '2026-07-28';
+  const res = await rawRequest(url, {
+    method: 'POST',
+    token,
+    headers: {
+      'MCP-Protocol-Version': modern,
+      'Mcp-Method': 'tools/call',
+      'Mcp-Name': 'probe.ask',
+    },
+    body: {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: {
+        name: 'probe.ask',
+        arguments: {},
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': modern,
+          'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
+        },
+        ...extra,
+      },
+    },
+  });
+  const text = await res.done;
+  return {
+    instance: res.instance,
+    status: res.status,
+    body: JSON.parse(text) as ProbeAnswer['body'],
+  };
+}
