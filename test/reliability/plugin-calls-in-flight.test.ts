@@ -145,8 +145,9 @@ describe('plugin_limits.calls_in_flight', () => {
     assert.equal(r.text, '100');
   });
 
-  it('takes the bound from the config', async () => {
-    const limited = await startPluginHub({ 'caller.lua': CALLER, 'slow.lua': SLOW }, (d) => [
+  /** A hub with plugin_limits.calls_in_flight (and the principal's share) set to 3. */
+  const boundedToThree = (plugins: Record<string, string>) =>
+    startPluginHub(plugins, (d) => [
       '--config',
       d.write(
         'moonhub.json',
@@ -157,6 +158,9 @@ describe('plugin_limits.calls_in_flight', () => {
       ),
       '--no-watch',
     ]);
+
+  it('takes the bound from the config', async () => {
+    const limited = await boundedToThree({ 'caller.lua': CALLER, 'slow.lua': SLOW });
     try {
       const out = JSON.parse((await call(limited.client, 'flood', { secs: 0.05 })).text) as {
         taken: number;
@@ -170,17 +174,7 @@ describe('plugin_limits.calls_in_flight', () => {
   });
 
   it('counts mcp.call_tool against the same bound as mcp.call (one count for every path)', async () => {
-    const limited = await startPluginHub({ 'mixed.lua': MIXED, 'slow.lua': SLOW }, (d) => [
-      '--config',
-      d.write(
-        'moonhub.json',
-        JSON.stringify({
-          plugins: { dirs: ['plugins'] },
-          plugin_limits: { calls_in_flight: 3, calls_in_flight_per_principal: 3 },
-        }),
-      ),
-      '--no-watch',
-    ]);
+    const limited = await boundedToThree({ 'mixed.lua': MIXED, 'slow.lua': SLOW });
     try {
       const out = JSON.parse((await call(limited.client, 'mixed', { n: 5 })).text) as {
         ok: number;
