@@ -341,6 +341,11 @@ export class Access {
 
   // ---- for the operator's routes (src/observe, src/dashboard) --------------------------------
 
+  /** Redis mode: what to wait for before checking an admin token (SessionSync.caughtUp). */
+  beforeTokenCheck(): (() => Promise<void>) | undefined {
+    return this.replication().beforeCheck;
+  }
+
   /** True when `token` is an active admin session's token of this hub. */
   isAdminToken(token: string): boolean {
     return this.sessions()?.verify(token, this.opts.settings.hub_id)?.role === 'admin';

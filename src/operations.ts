@@ -185,6 +185,9 @@ async function operatorRouteList(
   const requestGuard = createRequestGuard(o.originPolicy);
   const guard = (req: IncomingMessage) => requestGuard(req.headers);
   const isAdminToken = (t: string) => access.isAdminToken(t);
+  // Redis mode: the admin token checked after the announcements already received, as the MCP
+  // endpoint's (a revocation through another instance is never missed by a busy one).
+  const beforeCheck = access.beforeTokenCheck();
   const health = {
     plugins: () => hub.plugins.status(),
     upstreams,
@@ -204,7 +207,7 @@ async function operatorRouteList(
     w.closers.push(() => server.close());
     routes.push(operatorRoutes({ metrics: undefined, health }));
   } else {
-    routes.push(operatorRoutes({ metrics, health, isAdminToken, guard }));
+    routes.push(operatorRoutes({ metrics, health, isAdminToken, guard, beforeCheck }));
   }
   if (cfg.dashboard) {
     routes.push(
@@ -224,6 +227,7 @@ async function operatorRouteList(
         viewOf: (p) => access.views.filterFor(p),
         live,
         isAdminToken,
+        beforeCheck,
         guard,
         authMode: settings.authMode,
         refused: metrics === undefined ? undefined : (l) => metrics.refused(l),

@@ -14,7 +14,7 @@ import type { PluginStatus } from '../plugins/plugin-host.js';
 import type { ProxyStatus } from '../upstream/proxy.js';
 import { redactUrl, StatusRedactor } from '../upstream/status-redact.js';
 import type { LiveCalls } from '../observe/live-calls.js';
-import { requireAdmin, sendJson, type Route } from '../observe/operator-routes.js';
+import { afterTokenWait, requireAdmin, sendJson, type Route } from '../observe/operator-routes.js';
 import { packageVersion } from '../server/protocol.js';
 import { readJsonBody } from '../json-body.js';
 import { bearerToken } from '../auth/challenge.js';
@@ -44,6 +44,8 @@ export interface DashboardSources {
   viewOf: (principal: string) => OwnerFilter;
   live: LiveCalls;
   isAdminToken: (token: string) => boolean;
+  /** Redis mode: waited for before the admin token is checked (afterTokenWait). */
+  beforeCheck?: () => Promise<void>;
   guard: (req: IncomingMessage) => { status: number; message: string } | undefined;
   authMode: string;
   /** Counts a refused request (metrics), by limit. */
@@ -147,26 +149,29 @@ export function dashboardApi(src: DashboardSources): Route {
       sendJson(res, bad.status, { error: bad.message });
       return true;
     }
-    if (!requireAdmin(req, res, src.isAdminToken, src.refused)) {
-      req.resume();
-      return true;
-    }
-    const rest = path.slice(DASHBOARD_API.length);
-    if (rest === 'state' && req.method === 'GET') {
-      req.resume();
-      sendJson(res, 200, state(src));
-    } else if (rest === 'calls' && req.method === 'GET') {
-      req.resume();
-      // The token passed requireAdmin; the stream lasts while it stays an admin's (recheck).
-      const token = bearerToken(req) ?? '';
-      if (!src.live.stream(res, () => src.isAdminToken(token)))
-        sendJson(res, 503, { error: `at most ${src.live.maxViewers} live streams at once` });
-    } else if (rest === 'reload' && req.method === 'POST') {
-      reload(src, req, res);
-    } else {
-      req.resume();
-      sendJson(res, 404, { error: 'not found' });
-    }
+    afterTokenWait(src.beforeCheck, res, () => {
+      if (!requireAdmin(req, res, src.isAdminToken, src.refused)) req.resume();
+      else answer(src, req, res, path.slice(DASHBOARD_API.length));
+    });
     return true;
   };
+}
+
+/** A request of the dashboard's API whose admin token passed: its route. */
+function answer(src: DashboardSources, req: IncomingMessage, res: ServerResponse, rest: string) {
+  if (rest === 'state' && req.method === 'GET') {
+    req.resume();
+    sendJson(res, 200, state(src));
+  } else if (rest === 'calls' && req.method === 'GET') {
+    req.resume();
+    // The token passed requireAdmin; the stream lasts while it stays an admin's (recheck).
+    const token = bearerToken(req) ?? '';
+    if (!src.live.stream(res, () => src.isAdminToken(token)))
+      sendJson(res, 503, { error: `at most ${src.live.maxViewers} live streams at once` });
+  } else if (rest === 'reload' && req.method === 'POST') {
+    reload(src, req, res);
+  } else {
+    req.resume();
+    sendJson(res, 404, { error: 'not found' });
+  }
 }

@@ -1,8 +1,9 @@
 /**
  * The tool calls one Lua state has running, and its bounds on them: `plugin_limits.calls_in_flight`
  * and each principal's share, `calls_in_flight_per_principal`. One count for every path a plugin
- * calls a tool by (`mcp.call` and `tools.use` through the CallTracker, `mcp.call_tool` through the
- * registry bindings), so none of them is a way around the bound.
+ * calls into the registry by (`mcp.call` and `tools.use` through the CallTracker, `mcp.call_tool`,
+ * `mcp.get_prompt` and `mcp.read_resource` through the registry bindings, each of which may wait
+ * on another plugin's handler or an upstream), so none of them is a way around the bound.
  */
 
 export interface FlightLimits {
@@ -24,7 +25,7 @@ export interface FlightLimits {
 }
 
 /** What the refusals call the counted calls. */
-const PATHS = 'tool calls (mcp.call, tools.use, mcp.call_tool)';
+const PATHS = 'calls (mcp.call, tools.use, mcp.call_tool, mcp.get_prompt, mcp.read_resource)';
 
 export class CallsInFlight {
   /** Tool calls running. */
@@ -65,6 +66,22 @@ export class CallsInFlight {
       return `calls in flight limit exceeded: at most ${callsInFlight.max} ${PATHS} of this plugin may run at once (${callsInFlight.key}); wait for some with task.await before starting more`;
     }
     return undefined;
+  }
+
+  /**
+   * `fn` run in a place taken for the principal whose code runs now (read before `fn` starts),
+   * given back when it settles; or, when refused, `refused(reason)` and `fn` not run.
+   */
+  async within<T>(fn: () => Promise<T>, refused: (reason: string) => T): Promise<T> {
+    const who = this.who();
+    const busy = this.refusal(who);
+    if (busy !== undefined) return refused(busy);
+    this.enter(who);
+    try {
+      return await fn();
+    } finally {
+      this.leave(who);
+    }
   }
 
   /** A call for `who` started (after `refusal` said it may). */

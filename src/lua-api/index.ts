@@ -62,8 +62,9 @@ export interface ApiOptions {
   taskWatch?: TaskWatch;
   /**
    * Told of the state's calls refused by a limit (`name_length`, `calls_in_flight`,
-   * `calls_in_flight_per_principal`), at most once per limit and event-loop turn: the hub's
-   * refusal counter (a worker posts it to the hub's thread).
+   * `calls_in_flight_per_principal`) and its log/notice/progress messages dropped by one
+   * (`messages_per_second`, `messages_per_second_per_principal`), at most once per limit and
+   * event-loop turn: the hub's refusal counter (a worker posts it to the hub's thread).
    */
   onRefused?: RefusalReport;
 }
@@ -72,17 +73,7 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
   const limits = resolvePluginLimits(opts.limits);
   const tally = opts.onRefused === undefined ? undefined : new RefusalTally(opts.onRefused);
   const refused = tally === undefined ? undefined : (limit: string) => tally.count(limit);
-  // One gate per state: its log lines, notices and progress messages share one rate, of which
-  // each principal (the running handler call's) has a share that another's flood cannot take.
-  const gate = new MessageGate(
-    limits,
-    (n) => opts.logger.warn(droppedMessage(n, limits)),
-    PLUGIN_LIMIT_KEYS,
-    {
-      rate: limits.messagesPerSecondPerPrincipal,
-      principal: () => principalOf(activeHandlerContext(state)),
-    },
-  );
+  const gate = messageGate(state, limits, opts.logger, refused);
   installContext(state, gate);
   // Per state, not per handler call: handler calls run at once as many as clients send, so a
   // per-call share would bound nothing; per state it bounds what the plugin makes the hub hold.
@@ -163,6 +154,30 @@ export function installApi(state: LuaState, opts: ApiOptions): void {
  * authenticated, one principal together, as `limits.http_in_flight_per_principal` counts them),
  * or undefined outside any handler.
  */
+/**
+ * One gate per state: its log lines, notices and progress messages share one rate, of which
+ * each principal (the running handler call's) has a share that another's flood cannot take.
+ * Each drop goes to `refused` by the limit that dropped it (the RefusalTally: a map update, one
+ * report a turn), so a flood costs no more for being counted.
+ */
+function messageGate(
+  state: LuaState,
+  limits: PluginLimits,
+  logger: Logger,
+  refused: ((limit: string) => void) | undefined,
+): MessageGate {
+  return new MessageGate(
+    limits,
+    (n) => logger.warn(droppedMessage(n, limits)),
+    PLUGIN_LIMIT_KEYS,
+    {
+      rate: limits.messagesPerSecondPerPrincipal,
+      principal: () => principalOf(activeHandlerContext(state)),
+    },
+    refused,
+  );
+}
+
 function principalOf(outer: CallContext | undefined): string | undefined {
   return outer === undefined ? undefined : (outer.principal ?? '');
 }

@@ -31,12 +31,18 @@ export function promptFunctions(b: RegistryBinding): Record<string, HostFunction
         const input = (optTable(args, call, 2, 'get_prompt') ?? {}) as Record<string, string>;
         const tooLong = b.nameRefusal(name, 'a prompt name');
         if (tooLong !== undefined) return new LuaMulti([undefined, tooLong]);
-        try {
-          const ctx = b.contextFor(call, undefined);
-          return await registry.getPrompt(name, input, ctx, ctx.filter);
-        } catch (err) {
-          return new LuaMulti([undefined, describeFailure(err)]);
-        }
+        // A place of the plugin's calls in flight, as mcp.call takes (refused: `nil, err`).
+        return b.flight.within<unknown>(
+          async () => {
+            try {
+              const ctx = b.contextFor(call, undefined);
+              return await registry.getPrompt(name, input, ctx, ctx.filter);
+            } catch (err) {
+              return new LuaMulti([undefined, describeFailure(err)]);
+            }
+          },
+          (busy) => new LuaMulti([undefined, busy]),
+        );
       },
     },
     count_prompts: { fn: () => registry.countPrompts() },

@@ -50,15 +50,22 @@ export function resourceFunctions(b: RegistryBinding): Record<string, HostFuncti
         const tooLong = b.uriRefusal(uri);
         if (tooLong !== undefined) return new LuaMulti([undefined, tooLong]);
         const ctx = b.contextFor(call, args[1]);
-        try {
-          const result = await registry.readResource(uri, ctx, ctx.filter);
-          return result.contents.map(luaResourceItem);
-        } catch (err) {
-          return new LuaMulti([
-            undefined,
-            err instanceof RegistryError ? err.message : describeFailure(err),
-          ]);
-        }
+        // A place of the plugin's calls in flight, as mcp.call takes (refused: `nil, err`): a
+        // read may wait on another plugin's handler or an upstream as long as a tool call.
+        return b.flight.within(
+          async () => {
+            try {
+              const result = await registry.readResource(uri, ctx, ctx.filter);
+              return result.contents.map(luaResourceItem);
+            } catch (err) {
+              return new LuaMulti([
+                undefined,
+                err instanceof RegistryError ? err.message : describeFailure(err),
+              ]);
+            }
+          },
+          (busy) => new LuaMulti([undefined, busy]),
+        );
       },
     },
     count_resources: { fn: () => registry.countResources() },

@@ -192,6 +192,9 @@ export interface MessageShare {
   principal: () => string | undefined;
 }
 
+/** The limit that dropped a message: its label in `moonhub_limit_refusals_total`. */
+export type MessageLimit = 'messages_per_second' | 'messages_per_second_per_principal';
+
 /**
  * One plugin's log lines, notices and progress messages: each cut to `messageBytes`, and at most
  * `messagesPerSecond` of them per second (a token bucket); the rest are dropped and counted, and
@@ -217,6 +220,12 @@ export class MessageGate {
       'messageBytes' | 'messagesPerSecond'
     > = PLUGIN_LIMIT_KEYS,
     private readonly share?: MessageShare,
+    /**
+     * Told of each dropped message by the limit that dropped it (its metric label:
+     * `messages_per_second`, `messages_per_second_per_principal`); cheap, e.g. a RefusalTally,
+     * which reports once per turn.
+     */
+    private readonly refused?: (limit: string) => void,
   ) {
     this.tokens = limits.messagesPerSecond;
     // A share as large as the rate bounds nothing of its own.
@@ -226,8 +235,10 @@ export class MessageGate {
 
   /** The message to send (cut if too long), or undefined when it is dropped. */
   admit(text: string): string | undefined {
-    if (!this.take()) {
+    const refusal = this.take();
+    if (refusal !== undefined) {
       this.dropped++;
+      this.refused?.(refusal);
       return undefined;
     }
     if (this.dropped > 0) {
@@ -238,23 +249,26 @@ export class MessageGate {
     return capText(text, this.limits.messageBytes, this.keys.messageBytes);
   }
 
-  /** Takes one token of the plugin's rate (and of the sender's share), or says it may not. */
-  private take(): boolean {
+  /**
+   * Takes one token of the plugin's rate (and of the sender's share), or names the limit (its
+   * metric label) that says it may not.
+   */
+  private take(): MessageLimit | undefined {
     const rate = this.limits.messagesPerSecond;
     const now = performance.now();
     this.tokens = Math.min(rate, this.tokens + ((now - this.last) / 1000) * rate);
     this.last = now;
-    if (this.tokens < 1) return false;
+    if (this.tokens < 1) return 'messages_per_second';
     if (this.buckets !== undefined) {
       const share = (this.share as MessageShare).rate;
       const who = (this.share as MessageShare).principal();
       const own = who === undefined ? undefined : this.buckets.refill(who, now);
       if (own !== undefined && own.tokens >= 1) own.tokens--;
       // Past its share, or the plugin's own: borrowed, never the last share's worth.
-      else if (this.tokens - 1 < share) return false;
+      else if (this.tokens - 1 < share) return 'messages_per_second_per_principal';
     }
     this.tokens--;
-    return true;
+    return undefined;
   }
 
   /**

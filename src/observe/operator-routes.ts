@@ -46,6 +46,25 @@ export function requireAdmin(
   return false;
 }
 
+/**
+ * Runs `answer` at once, or, with `beforeCheck` (sessions shared through Redis), once it resolved:
+ * the wait the MCP endpoint's token check takes (SessionSync.caughtUp), so an admin token revoked
+ * through another instance, announced before this request arrived, is refused here too even when
+ * a busy instance wakes with both at once. A failed wait answers 500, never the request unchecked.
+ */
+export function afterTokenWait(
+  beforeCheck: (() => Promise<void>) | undefined,
+  res: ServerResponse,
+  answer: () => void,
+): void {
+  if (beforeCheck === undefined) return answer();
+  beforeCheck()
+    .then(answer)
+    .catch(() => {
+      if (!res.headersSent) sendJson(res, 500, { error: 'internal error' });
+    });
+}
+
 export interface OperatorRouteOptions {
   metrics: HubMetrics | undefined;
   health: ReadinessSources;
@@ -53,6 +72,8 @@ export interface OperatorRouteOptions {
   isAdminToken?: (token: string) => boolean;
   /** The Host/Origin check of the MCP endpoint. */
   guard?: (req: IncomingMessage) => { status: number; message: string } | undefined;
+  /** Redis mode: waited for before the admin token is checked (afterTokenWait). */
+  beforeCheck?: () => Promise<void>;
 }
 
 export function operatorRoutes(opts: OperatorRouteOptions): Route {
@@ -78,17 +99,26 @@ export function operatorRoutes(opts: OperatorRouteOptions): Route {
       sendJson(res, bad.status, { error: bad.message });
       return true;
     }
-    if (opts.isAdminToken !== undefined && !requireAdmin(req, res, opts.isAdminToken, refused))
+    const isAdminToken = opts.isAdminToken;
+    if (isAdminToken === undefined) {
+      sendMetrics(metrics, res);
       return true;
-    metrics.text().then(
-      (text) => {
-        res.writeHead(200, { 'Content-Type': metrics.contentType, 'Cache-Control': 'no-store' });
-        res.end(text);
-      },
-      () => sendJson(res, 500, { error: 'could not collect the metrics' }),
-    );
+    }
+    afterTokenWait(opts.beforeCheck, res, () => {
+      if (requireAdmin(req, res, isAdminToken, refused)) sendMetrics(metrics, res);
+    });
     return true;
   };
+}
+
+function sendMetrics(metrics: HubMetrics, res: ServerResponse): void {
+  metrics.text().then(
+    (text) => {
+      res.writeHead(200, { 'Content-Type': metrics.contentType, 'Cache-Control': 'no-store' });
+      res.end(text);
+    },
+    () => sendJson(res, 500, { error: 'could not collect the metrics' }),
+  );
 }
 
 /** The separate metrics address: /metrics, /healthz and /readyz, nothing else, no token. */

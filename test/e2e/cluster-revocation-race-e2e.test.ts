@@ -5,6 +5,10 @@
  * busy by a plugin call (`isolation: none` runs Lua on it) while A revokes (or issues) a token
  * and the next request is already queued on B's connection. Before, A answered before the
  * change reached Redis, and B checked the token before it had heard the announcement.
+ *
+ * The same for an admin token on B's operator routes (`/metrics`, the dashboard's API): they
+ * checked it at once, so a busy B woken with the revocation and the request together still
+ * answered the revoked admin; they now take the MCP endpoint's one-turn wait (Redis mode only).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -18,6 +22,7 @@ import {
   type RedisFleet,
 } from '../helpers/cluster-fixture.js';
 import { Pipeline } from '../helpers/pipeline.js';
+import { moonhubCli } from '../helpers/auth-hub.js';
 import { Redis } from 'ioredis';
 
 const config = busyInstanceConfig('revoke-race');
@@ -106,6 +111,58 @@ async function nextOnBusyB(
   }
 }
 
+/**
+ * Keeps B busy with `busyToken`'s spin call, runs `act` on A meanwhile, then queues a GET of
+ * `path` (an operator route) with `token` behind the spin; returns that answer's status.
+ */
+async function operatorOnBusyB(
+  b: string,
+  busyToken: string,
+  token: string,
+  path: string,
+  act: () => Promise<void>,
+): Promise<{ status: number; text: string }> {
+  const pipe = new Pipeline(b);
+  try {
+    pipe.send(new URL(b).pathname, ...toolCall(busyToken, 'spin.main'));
+    await sleep(100); // B is spinning: it reads nothing until the call ends
+    await act();
+    pipe.send(path, { Authorization: `Bearer ${token}` });
+    const text = await pipe.waitFor(/spun[\s\S]*HTTP\/1\.1 \d{3}[^]*?\r\n\r\n\S/, 10_000);
+    const second = text.slice(text.indexOf('spun'));
+    return { status: Number(/HTTP\/1\.1 (\d{3})/.exec(second)![1]), text: second.slice(0, 2000) };
+  } finally {
+    pipe.close();
+  }
+}
+
+/** A new admin session made with the CLI in an instance's data folder (pushed to Redis). */
+function newAdmin(fleet: RedisFleet): { token: string; session_uuid: string } {
+  const d = fleet.dirs[0]!;
+  const r = moonhubCli([
+    'session',
+    'create',
+    '--admin',
+    '--config',
+    `${d.root}/moonhub.yaml`,
+    '--data',
+    d.data,
+  ]);
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout) as { token: string; session_uuid: string };
+}
+
+/** Waits until `base` answers `path` with 200 for `token` (the admin session reached it). */
+async function acceptedBy(base: string, path: string, token: string): Promise<void> {
+  for (let i = 0; ; i++) {
+    const res = await fetch(new URL(path, base), { headers: { Authorization: `Bearer ${token}` } });
+    await res.arrayBuffer();
+    if (res.status === 200) return;
+    assert.ok(i < 200, `${path} never accepted the new admin token (${res.status})`);
+    await sleep(10);
+  }
+}
+
 describe(
   'admin changes and the next request reaching a busy instance together',
   { skip: skipWithout('redis-server') },
@@ -167,6 +224,31 @@ describe(
           },
         );
         assert.equal(second.status, 200, `round ${round}: B refused a new token: ${second.text}`);
+      }
+    });
+
+    it("an admin token revoked through A is refused by busy B's /metrics and dashboard API", async () => {
+      const { token: busy } = await fleet.newToken();
+      for (const path of ['/metrics', '/admin/dashboard/state']) {
+        for (let round = 0; round < 3; round++) {
+          const adm = newAdmin(fleet);
+          await acceptedBy(b, path, adm.token);
+          const ok = await operatorOnBusyB(b, busy, adm.token, path, async () => {});
+          assert.equal(ok.status, 200, `${path} round ${round}: ${ok.text}`);
+          const second = await operatorOnBusyB(b, busy, adm.token, path, async () => {
+            const del = await admin(
+              a,
+              fleet.adminToken,
+              'DELETE',
+              `/admin/sessions/${adm.session_uuid}`,
+            );
+            assert.equal(del.status, 200);
+            assert.equal(del.json.replicated, true);
+          });
+          // Before: 200, B answered the revoked admin (round 0).
+          assert.equal(second.status, 401, `${path} round ${round}: ${second.text}`);
+          assert.match(second.text, /invalid admin token/);
+        }
       }
     });
 

@@ -16,9 +16,11 @@ export class Pipeline {
     this.socket.setEncoding('utf8');
     this.socket.on('data', (d: string) => (this.text += d));
   }
-  send(path: string, headers: Record<string, string>, body: unknown): void {
-    const json = JSON.stringify(body);
-    const lines = [`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: keep-alive'];
+  /** A POST of `body` as JSON; without a body, a GET. */
+  send(path: string, headers: Record<string, string>, body?: unknown): void {
+    const json = body === undefined ? '' : JSON.stringify(body);
+    const method = body === undefined ? 'GET' : 'POST';
+    const lines = [`${method} ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: keep-alive'];
     for (const [k, v] of Object.entries({
       ...headers,
       'Content-Length': String(Buffer.byteLength(json)),

@@ -6,6 +6,10 @@
  * `mcp.poll` answers `is_error` with the reason, which names the limit and its key. The flood runs
  * in one principal's handler call, so its share (`calls_in_flight_per_principal`, 64 by default:
  * plugin-calls-per-principal.test.ts) is raised to the total here to reach the plugin's bound.
+ *
+ * `mcp.get_prompt` and `mcp.read_resource` take a place of the same bound (they wait on another
+ * plugin's handler or an upstream as long as a tool call does): before, they were not counted, so
+ * a plugin could keep any number of them running, and beside them `mcp.call` still started.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -69,6 +73,35 @@ mcp.tool("mixed", {
 end)
 `;
 
+// `inner`: `n` tasks each reading a slow resource or getting a slow prompt (`how`), then one
+// mcp.call: what each answered and whether mcp.call found a place.
+const INNER = String.raw`
+mcp.tool("inner", {
+  input_schema = { type = "object", properties = { n = { type = "number" }, how = { type = "string" } } },
+  timeout_ms = 60000,
+}, function(p)
+  local tasks = {}
+  for i = 1, p.n do
+    tasks[i] = task.spawn(function()
+      local got, err
+      if p.how == "read_resource" then got, err = mcp.read_resource("slowres://r")
+      else got, err = mcp.get_prompt("slowprompt", {}) end
+      return err or "ok"
+    end)
+  end
+  task.sleep(300)
+  local r = mcp.poll(mcp.call("slow", {}))
+  local ok, refused, why = 0, 0, nil
+  for _, t in ipairs(task.await(tasks)) do
+    if t.value == "ok" then ok = ok + 1 else refused = refused + 1; why = why or t.value end
+  end
+  return json.encode({ ok = ok, refused = refused, why = why,
+    call = r == nil and "started" or r.content })
+end)
+mcp.resource("slowres://r", { name = "slowres" }, function() task.sleep(${SLOW_MS}) return "r" end)
+mcp.prompt("slowprompt", {}, function() task.sleep(${SLOW_MS}) return "p" end)
+`;
+
 const SLOW = String.raw`
 mcp.tool("slow", { timeout_ms = 60000 }, function() task.sleep(${SLOW_MS}) return "slow" end)
 mcp.tool("quick", {}, function() return "quick" end)
@@ -130,7 +163,7 @@ describe('plugin_limits.calls_in_flight', () => {
     assert.ok(out.refused > 0);
     assert.match(
       out.why ?? '',
-      /calls in flight limit exceeded: at most 256 tool calls .* \(plugin_limits\.calls_in_flight\)/,
+      /calls in flight limit exceeded: at most 256 calls .* \(plugin_limits\.calls_in_flight\)/,
     );
     assert.ok(maxRss - rssBefore < GROWTH_BOUND_MIB, `RSS grew ${maxRss - rssBefore} MiB`);
     assert.equal(h.errors, 0, h.messages.join('; '));
@@ -167,14 +200,18 @@ describe('plugin_limits.calls_in_flight', () => {
         why?: string;
       };
       assert.equal(out.taken, 3);
-      assert.match(out.why ?? '', /at most 3 tool calls .*plugin_limits\.calls_in_flight/);
+      assert.match(out.why ?? '', /at most 3 calls .*plugin_limits\.calls_in_flight/);
     } finally {
       await limited.stop();
     }
   });
 
   it('counts mcp.call_tool against the same bound as mcp.call (one count for every path)', async () => {
-    const limited = await boundedToThree({ 'mixed.lua': MIXED, 'slow.lua': SLOW });
+    const limited = await boundedToThree({
+      'mixed.lua': MIXED,
+      'inner.lua': INNER,
+      'slow.lua': SLOW,
+    });
     try {
       const out = JSON.parse((await call(limited.client, 'mixed', { n: 5 })).text) as {
         ok: number;
@@ -187,15 +224,31 @@ describe('plugin_limits.calls_in_flight', () => {
       assert.equal(out.refused, 2);
       assert.match(
         out.why ?? '',
-        /^calls in flight limit exceeded: at most 3 tool calls \(mcp\.call, tools\.use, mcp\.call_tool\) of this plugin may run at once \(plugin_limits\.calls_in_flight\)/,
+        /^calls in flight limit exceeded: at most 3 calls \(mcp\.call, tools\.use, mcp\.call_tool, mcp\.get_prompt, mcp\.read_resource\) of this plugin may run at once \(plugin_limits\.calls_in_flight\)/,
       );
-      assert.match(out.call, /^calls in flight limit exceeded: at most 3 tool calls/);
+      assert.match(out.call, /^calls in flight limit exceeded: at most 3 calls/);
       // The places come back when the calls end.
       assert.deepEqual(JSON.parse((await call(limited.client, 'mixed', { n: 2 })).text), {
         ok: 2,
         refused: 0,
         call: 'started',
       });
+      // mcp.get_prompt and mcp.read_resource take places of the same bound, refused alike.
+      for (const how of ['get_prompt', 'read_resource']) {
+        const inner = JSON.parse((await call(limited.client, 'inner', { n: 5, how })).text) as {
+          ok: number;
+          refused: number;
+          why?: string;
+          call: string;
+        };
+        // Before: all 5 ran, and mcp.call still started beside them.
+        assert.deepEqual([inner.ok, inner.refused], [3, 2], `${how}: ${JSON.stringify(inner)}`);
+        assert.match(
+          inner.why ?? '',
+          /^calls in flight limit exceeded: at most 3 calls \(.*mcp\.get_prompt, mcp\.read_resource\) of this plugin may run at once \(plugin_limits\.calls_in_flight\)/,
+        );
+        assert.match(inner.call, /^calls in flight limit exceeded: at most 3 calls/, how);
+      }
     } finally {
       await limited.stop();
     }

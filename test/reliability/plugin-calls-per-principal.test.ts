@@ -161,7 +161,7 @@ describe('plugin_limits.calls_in_flight_per_principal', () => {
     assert.equal(refused, 5 * SHARE - (TOTAL - SHARE));
     assert.match(
       why,
-      /^calls in flight limit exceeded: this principal has 192 tool calls \(mcp\.call, tools\.use, mcp\.call_tool\) of this plugin running, past its share of 64 \(plugin_limits\.calls_in_flight_per_principal\), and the plugin's last 64 places are kept for other principals/,
+      /^calls in flight limit exceeded: this principal has 192 calls \(mcp\.call, tools\.use, mcp\.call_tool, mcp\.get_prompt, mcp\.read_resource\) of this plugin running, past its share of 64 \(plugin_limits\.calls_in_flight_per_principal\), and the plugin's last 64 places are kept for other principals/,
     );
     const counted = await refusalsReaching(h, 'calls_in_flight_per_principal', before + refused);
     assert.equal(counted - before, refused);
@@ -194,7 +194,7 @@ describe('plugin_limits.calls_in_flight_per_principal', () => {
       assert.equal(a.taken, 6);
       assert.match(
         a.why ?? '',
-        /has 6 tool calls .* past its share of 2 \(plugin_limits\.calls_in_flight_per_principal\)/,
+        /has 6 calls .* past its share of 2 \(plugin_limits\.calls_in_flight_per_principal\)/,
       );
       assert.equal(other.taken, 2);
     } finally {

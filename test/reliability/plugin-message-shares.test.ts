@@ -5,11 +5,15 @@
  * same plugin were dropped. Now each principal has a share of its own (a quarter: 50 a second);
  * past it a principal only borrows while more than a share's worth is left. While A floods, B's
  * call through the same plugin gets all its log messages; a lone principal still gets the rate.
+ *
+ * The dropped messages are counted in `moonhub_limit_refusals_total` by the limit that dropped
+ * them (`messages_per_second_per_principal`, `messages_per_second`), not only in the log line.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { makeHubDir, type HubDir, type Issued, sessionIssuer } from '../helpers/auth-hub.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
+import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
 import { rssMiB } from './helpers.js';
 import { MODERN_META, auth, post, sleep, type Answer } from './limits-helpers.js';
 
@@ -45,6 +49,7 @@ interface Hub {
   dir: HubDir;
   A: Issued;
   B: Issued;
+  admin: string;
 }
 
 async function startHub(limits = '', plugins = '{ dirs: [plugins] }'): Promise<Hub> {
@@ -60,7 +65,7 @@ ${limits}`,
   );
   const hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
   const issue = sessionIssuer(file, dir.data, hub.url);
-  return { hub, dir, A: issue('A'), B: issue('B') };
+  return { hub, dir, A: issue('A'), B: issue('B'), admin: adminToken(dir.data) };
 }
 
 /** A 2026-07-28 tools/call asking for log messages of every level on its stream. */
@@ -95,6 +100,13 @@ function resultText(a: Answer): string {
   const final =
     last === undefined ? result : (JSON.parse(last) as { result?: typeof result }).result;
   return (final?.content ?? []).map((c) => c.text ?? '').join('');
+}
+
+/** Messages dropped by `limit`, from the hub's /metrics. */
+async function dropped(h: Hub, limit: string): Promise<number> {
+  return sample(await scrape(baseOf(h.hub.url), h.admin), 'moonhub_limit_refusals_total', {
+    limit,
+  });
 }
 
 /** While A floods (2 s: 4,000 messages asked for), B talks three times; B's messages seen. */
@@ -135,6 +147,13 @@ describe('plugin_limits.messages_per_second_per_principal', () => {
       /log\/notice\/progress messages dropped: at most 200 per second \(plugin_limits\.messages_per_second\); past 50 a second of one principal's \(plugin_limits\.messages_per_second_per_principal\)/,
     );
     assert.ok(rssMiB(pid) - rss0 < 100, 'RSS bounded');
+    // Counted by the limit that dropped them: A's past its share, while B's kept theirs. The
+    // worker reports once per turn; the flood's answer came after its last turn.
+    await sleep(200);
+    const share = await dropped(h, 'messages_per_second_per_principal');
+    console.log(`counted: ${share} dropped past A's share`);
+    assert.ok(share >= 1000, `${share} counted of the ~${4000 - aGot} A lost`);
+    assert.ok(share <= 4000, `${share} counted, more than A sent`);
   });
 
   it('a lone principal still gets most of the rate (borrowing past its share)', async () => {
@@ -169,6 +188,11 @@ describe('a share as large as the rate turns it off (the key is read)', () => {
         seen.every((n) => n < B_MESSAGES),
         `B saw ${seen.join(', ')}`,
       );
+      await sleep(200);
+      const total = await dropped(h, 'messages_per_second');
+      console.log(`share off: counted ${total} dropped by the plugin's rate`);
+      assert.ok(total >= 1000, `${total} counted`);
+      assert.equal(await dropped(h, 'messages_per_second_per_principal'), 0);
     } finally {
       await h.hub.stop();
     }
@@ -182,6 +206,9 @@ describe("the same on the hub's thread (plugins.isolation: none)", () => {
       const { seen } = await bWhileAFloods(h);
       console.log(`isolation none: B's messages seen ${seen.join(', ')} of ${B_MESSAGES}`);
       assert.deepEqual(seen, [B_MESSAGES, B_MESSAGES, B_MESSAGES]);
+      await sleep(200);
+      const share = await dropped(h, 'messages_per_second_per_principal');
+      assert.ok(share >= 1000, `isolation none: ${share} counted`);
     } finally {
       await h.hub.stop();
     }
