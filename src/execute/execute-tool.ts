@@ -103,6 +103,8 @@ export function executeHandler(
       });
       // Refused in the script's worker, before anything crossed: counted here, as it reports.
       if (outcome.nameRefusals !== undefined) opts.onRefused?.('name_length', outcome.nameRefusals);
+      if (outcome.noticeRefusals !== undefined)
+        opts.onRefused?.('execute_messages_per_second', outcome.noticeRefusals);
       const log = outcome.directLog;
       // After the answer is out: the caller does not wait for the observers.
       if (sink !== undefined && log !== undefined)

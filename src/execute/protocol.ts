@@ -115,4 +115,6 @@ export type FromWorker =
       directLog?: DirectCallRecord[];
       /** Inner calls refused here for naming a tool past `limits.name_length` (metrics). */
       nameRefusals?: number;
+      /** Notices dropped here past `execute.messages_per_second` (metrics). */
+      noticeRefusals?: number;
     };

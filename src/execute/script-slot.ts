@@ -19,6 +19,8 @@ export type ScriptOutcome = (
   directLog?: DirectCallRecord[];
   /** Inner calls the worker refused for their name's length (the hub counts them). */
   nameRefusals?: number;
+  /** Notices the worker dropped past `execute.messages_per_second` (the hub counts them). */
+  noticeRefusals?: number;
 };
 
 /** The run a slot holds. */
@@ -129,6 +131,7 @@ export function relayCall(
 export function outcomeOf(msg: Extract<FromWorker, { type: 'done' }>): ScriptOutcome {
   const out = outcomeFields(msg);
   if (msg.nameRefusals !== undefined) out.nameRefusals = msg.nameRefusals;
+  if (msg.noticeRefusals !== undefined) out.noticeRefusals = msg.noticeRefusals;
   return out;
 }
 

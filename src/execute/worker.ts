@@ -84,7 +84,13 @@ const waiting = new Map<
 >();
 let nextCall = 1;
 
-function callerFor(run: number, tools: string[], refused: { names: number }): ToolCaller {
+/** What a run refused in this worker, reported with its answer (the hub counts it). */
+interface RunRefusals {
+  names: number;
+  notices: number;
+}
+
+function callerFor(run: number, tools: string[], refused: RunRefusals): ToolCaller {
   // Notices are cut and rate-limited here, before they cross to the hub's thread: a script
   // calling notice() in a tight loop would otherwise queue messages faster than the hub reads
   // them (the hub's memory grew by GiBs in seconds).
@@ -98,6 +104,8 @@ function callerFor(run: number, tools: string[], refused: { names: number }): To
         params: undefined,
       }),
     { messageBytes: 'execute.message_bytes', messagesPerSecond: 'execute.messages_per_second' },
+    undefined,
+    () => void refused.notices++,
   );
   return {
     call: (name, args) => {
@@ -179,7 +187,7 @@ async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
   if (msg.report) post({ type: 'started', run: msg.run });
   if (msg.tools !== undefined) lastTools = msg.tools;
   direct.begin(msg.run, msg.direct);
-  const refused = { names: 0 };
+  const refused: RunRefusals = { names: 0, notices: 0 };
   const run: Run = {
     id: msg.run,
     caller: callerFor(msg.run, lastTools, refused),
@@ -235,8 +243,9 @@ async function execute(msg: Extract<ToWorker, { type: 'run' }>): Promise<void> {
 }
 
 /** The run's answer, with the direct calls it left running (the hub keeps their hard stop). */
-function done(msg: Extract<FromWorker, { type: 'done' }>, refused: { names: number }): void {
+function done(msg: Extract<FromWorker, { type: 'done' }>, refused: RunRefusals): void {
   if (refused.names > 0) msg.nameRefusals = refused.names;
+  if (refused.notices > 0) msg.noticeRefusals = refused.notices;
   const left = direct.end(msg.run);
   if (left !== undefined) msg.direct = left;
   if (direct.made > 0) msg.directCalls = direct.made;

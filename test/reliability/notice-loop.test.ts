@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Client } from '@modelcontextprotocol/client';
 import { connectHttpClient } from '../helpers/mcp-client.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
+import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
 import { honestClient, rssMiB, scratch, text, type Scratch } from './helpers.js';
 
 const LOOP = 'local s = string.rep("n", 16000)\nfor i = 1, 1e9 do notice(s) end';
@@ -23,11 +24,19 @@ const GROWTH_BOUND_MIB = 200;
 let dir: Scratch;
 let hub: MoonhubProcess;
 let client: Client;
+let admin: string;
 
 before(async () => {
   dir = scratch();
   dir.write('plugins/ok.lua', 'mcp.tool("ok", {}, function() return "ok" end)');
-  hub = await startMoonhub(['--config', dir.write('moonhub.yaml', CONFIG), '--no-watch']);
+  admin = adminToken(`${dir.dir}/data`);
+  hub = await startMoonhub([
+    '--config',
+    dir.write('moonhub.yaml', CONFIG),
+    '--data',
+    `${dir.dir}/data`,
+    '--no-watch',
+  ]);
   client = (await connectHttpClient(hub.url, 'legacy')).client;
 });
 
@@ -68,6 +77,16 @@ describe('an execute script calling notice() in a loop that never yields', () =>
     assert.ok(maxRss - rssBefore < GROWTH_BOUND_MIB, `RSS grew ${maxRss - rssBefore} MiB`);
     assert.ok(notices.length > 0, 'some notices reached the client');
     assert.ok(dropped.length > 0, 'the client is told notices were dropped');
+    // And the operator sees them: counted under their limit when the run ends.
+    const counted = sample(await scrape(baseOf(hub.url), admin), 'moonhub_limit_refusals_total', {
+      limit: 'execute_messages_per_second',
+    });
+    const told = dropped.reduce(
+      (n, d) => n + Number(/^(\d+) notices? dropped/.exec(d)?.[1] ?? 0),
+      0,
+    );
+    t.diagnostic(`${counted} dropped notices counted, ${told} told to the caller`);
+    assert.ok(counted >= told && counted > 0, `${counted} counted, ${told} told`);
     assert.equal(h.errors, 0, h.messages.join('; '));
     assert.ok(h.count > 0 && h.p99 < 1000, `honest: ${h.count} calls, p99 ${h.p99} ms`);
     assert.ok(hub.alive());
