@@ -17,12 +17,12 @@ import {
   PROBE_PLUGIN,
   SPIN_PLUGIN,
   busyInstanceConfig,
+  newAdminSession,
   sleep,
   startRedisFleet,
   type RedisFleet,
 } from '../helpers/cluster-fixture.js';
 import { Pipeline } from '../helpers/pipeline.js';
-import { moonhubCli } from '../helpers/auth-hub.js';
 import { Redis } from 'ioredis';
 
 const config = busyInstanceConfig('revoke-race');
@@ -136,21 +136,8 @@ async function operatorOnBusyB(
   }
 }
 
-/** A new admin session made with the CLI in an instance's data folder (pushed to Redis). */
-function newAdmin(fleet: RedisFleet): { token: string; session_uuid: string } {
-  const d = fleet.dirs[0]!;
-  const r = moonhubCli([
-    'session',
-    'create',
-    '--admin',
-    '--config',
-    `${d.root}/moonhub.yaml`,
-    '--data',
-    d.data,
-  ]);
-  assert.equal(r.status, 0, r.stderr);
-  return JSON.parse(r.stdout) as { token: string; session_uuid: string };
-}
+/** A new admin session made with the CLI in the first instance's data folder. */
+const newAdmin = (fleet: RedisFleet) => newAdminSession(fleet.dirs[0]!);
 
 /** Waits until `base` answers `path` with 200 for `token` (the admin session reached it). */
 async function acceptedBy(base: string, path: string, token: string): Promise<void> {

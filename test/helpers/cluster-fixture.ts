@@ -94,8 +94,8 @@ export async function startRedisFleet(opts: RedisFleetOptions): Promise<RedisFle
   };
 }
 
-/** An admin token made with the CLI in an instance's data folder (replicated through Redis). */
-function adminTokenOf(d: HubDir): string {
+/** A new admin session made with the CLI in an instance's data folder (replicated through Redis). */
+export function newAdminSession(d: HubDir): { token: string; session_uuid: string } {
   const r = moonhubCli([
     'session',
     'create',
@@ -106,7 +106,11 @@ function adminTokenOf(d: HubDir): string {
     d.data,
   ]);
   assert.equal(r.status, 0, r.stderr);
-  return (JSON.parse(r.stdout) as { token: string }).token;
+  return JSON.parse(r.stdout) as { token: string; session_uuid: string };
+}
+
+function adminTokenOf(d: HubDir): string {
+  return newAdminSession(d).token;
 }
 
 /** Waits until every hub accepts the token (Redis pub/sub replicates it in milliseconds). */

@@ -48,33 +48,9 @@ mcp.tool("use", {
 end)
 `;
 
-// `mixed`: `n` tasks each calling the slow tool with mcp.call_tool (it waits; the tasks run side
-// by side), then one mcp.call: what call_tool answered and whether mcp.call found a place.
-const MIXED = String.raw`
-mcp.tool("mixed", {
-  input_schema = { type = "object", properties = { n = { type = "number" } } },
-  timeout_ms = 60000,
-}, function(p)
-  local tasks = {}
-  for i = 1, p.n do
-    tasks[i] = task.spawn(function()
-      local content, err = mcp.call_tool("slow", {})
-      return err or "ok"
-    end)
-  end
-  task.sleep(300)
-  local r = mcp.poll(mcp.call("slow", {}))
-  local ok, refused, why = 0, 0, nil
-  for _, t in ipairs(task.await(tasks)) do
-    if t.value == "ok" then ok = ok + 1 else refused = refused + 1; why = why or t.value end
-  end
-  return json.encode({ ok = ok, refused = refused, why = why,
-    call = r == nil and "started" or r.content })
-end)
-`;
-
-// `inner`: `n` tasks each reading a slow resource or getting a slow prompt (`how`), then one
-// mcp.call: what each answered and whether mcp.call found a place.
+// `inner`: `n` tasks each calling the slow tool with mcp.call_tool, reading a slow resource or
+// getting a slow prompt (`how`; they wait, the tasks run side by side), then one mcp.call: what
+// each answered and whether mcp.call found a place.
 const INNER = String.raw`
 mcp.tool("inner", {
   input_schema = { type = "object", properties = { n = { type = "number" }, how = { type = "string" } } },
@@ -84,7 +60,8 @@ mcp.tool("inner", {
   for i = 1, p.n do
     tasks[i] = task.spawn(function()
       local got, err
-      if p.how == "read_resource" then got, err = mcp.read_resource("slowres://r")
+      if p.how == "call_tool" then got, err = mcp.call_tool("slow", {})
+      elseif p.how == "read_resource" then got, err = mcp.read_resource("slowres://r")
       else got, err = mcp.get_prompt("slowprompt", {}) end
       return err or "ok"
     end)
@@ -208,12 +185,13 @@ describe('plugin_limits.calls_in_flight', () => {
 
   it('counts mcp.call_tool against the same bound as mcp.call (one count for every path)', async () => {
     const limited = await boundedToThree({
-      'mixed.lua': MIXED,
       'inner.lua': INNER,
       'slow.lua': SLOW,
     });
     try {
-      const out = JSON.parse((await call(limited.client, 'mixed', { n: 5 })).text) as {
+      const out = JSON.parse(
+        (await call(limited.client, 'inner', { n: 5, how: 'call_tool' })).text,
+      ) as {
         ok: number;
         refused: number;
         why?: string;
@@ -228,11 +206,16 @@ describe('plugin_limits.calls_in_flight', () => {
       );
       assert.match(out.call, /^calls in flight limit exceeded: at most 3 calls/);
       // The places come back when the calls end.
-      assert.deepEqual(JSON.parse((await call(limited.client, 'mixed', { n: 2 })).text), {
-        ok: 2,
-        refused: 0,
-        call: 'started',
-      });
+      assert.deepEqual(
+        JSON.parse((await call(limited.client, 'inner', { n: 2, how: 'call_tool' })).text),
+        {
+          ok: 2,
+          refused: 0,
+          call: 'started',
+        },
+      );
+      // The mcp.call that round started holds its place until the slow tool ends.
+      await new Promise((res) => setTimeout(res, SLOW_MS + 200));
       // mcp.get_prompt and mcp.read_resource take places of the same bound, refused alike.
       for (const how of ['get_prompt', 'read_resource']) {
         const inner = JSON.parse((await call(limited.client, 'inner', { n: 5, how })).text) as {
