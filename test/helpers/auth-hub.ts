@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { BIN } from './moonhub-process.js';
+import { BIN, startMoonhub, type MoonhubProcess } from './moonhub-process.js';
 import type { ClientEvents, Era } from './mcp-client.js';
 
 /** One Lua plugin per name: a tool `<p>.echo`, a prompt `<p>-prompt`, a resource `<p>://info`. */
@@ -103,6 +103,49 @@ export function sessionIssuer(
 ): (agent: string) => Issued {
   return (agent) =>
     createSession(['--config', config, '--data', data, '--agent', agent, '--url', url]);
+}
+
+export interface TwoAgentHub {
+  hub: MoonhubProcess;
+  dir: HubDir;
+  A: Issued;
+  B: Issued;
+  /** An admin token (for /metrics). */
+  admin: string;
+}
+
+/**
+ * A token-auth hub whose two agents, A and B, both see every plugin of `plugins` (name -> Lua),
+ * with `extra` config lines and the `plugins:` setting given, a session token for each agent
+ * and an admin token: the setup of the tests where one principal's load must not touch another.
+ */
+export async function startTwoAgentHub(
+  plugins: Record<string, string>,
+  extra = '',
+  pluginsConfig = '{ dirs: [plugins] }',
+): Promise<TwoAgentHub> {
+  const dir = makeHubDir(plugins);
+  const names = Object.keys(plugins).join(', ');
+  const file = dir.write(
+    'moonhub.yaml',
+    `auth: { mode: token }
+plugins: ${pluginsConfig}
+agents:
+  A: { plugins: [${names}] }
+  B: { plugins: [${names}] }
+${extra}`,
+  );
+  const hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
+  const issue = sessionIssuer(file, dir.data, hub.url);
+  const admin = moonhubCli(['session', 'create', '--admin', '--data', dir.data]);
+  if (admin.status !== 0) throw new Error(`session create --admin failed: ${admin.stderr}`);
+  return {
+    hub,
+    dir,
+    A: issue('A'),
+    B: issue('B'),
+    admin: (JSON.parse(admin.stdout) as { token: string }).token,
+  };
 }
 
 /** An SDK client presenting `token` (if any), with counters of list_changed notifications. */

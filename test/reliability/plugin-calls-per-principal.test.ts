@@ -14,9 +14,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { makeHubDir, type HubDir, type Issued, sessionIssuer } from '../helpers/auth-hub.js';
-import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
+import { startTwoAgentHub, type Issued, type TwoAgentHub } from '../helpers/auth-hub.js';
+import { baseOf, sample, scrape } from '../helpers/operations.js';
 import { rssMiB } from './helpers.js';
 import { modern, sleep, type Answer } from './limits-helpers.js';
 
@@ -83,29 +82,10 @@ const SHARE = 64;
 /** B's call through the plugin while A is at its share (measured: tens of ms). */
 const B_BOUND_MS = 1500;
 
-interface Hub {
-  hub: MoonhubProcess;
-  dir: HubDir;
-  A: Issued;
-  B: Issued;
-  admin: string;
-}
+type Hub = TwoAgentHub;
 
-async function startHub(limits = '', plugins = '{ dirs: [plugins] }'): Promise<Hub> {
-  const dir = makeHubDir({ fan: FAN, slow: SLOW });
-  const file = dir.write(
-    'moonhub.yaml',
-    `auth: { mode: token }
-plugins: ${plugins}
-agents:
-  A: { plugins: [fan, slow] }
-  B: { plugins: [fan, slow] }
-${limits}`,
-  );
-  const hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
-  const issue = sessionIssuer(file, dir.data, hub.url);
-  return { hub, dir, A: issue('A'), B: issue('B'), admin: adminToken(dir.data) };
-}
+const startHub = (limits = '', plugins = '{ dirs: [plugins] }'): Promise<Hub> =>
+  startTwoAgentHub({ fan: FAN, slow: SLOW }, limits, plugins);
 
 const callTool = (h: Hub, who: Issued, name: string, args: Record<string, unknown> = {}) =>
   modern(h.hub.url, who.token, 'tools/call', { name, arguments: args });

@@ -11,9 +11,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { makeHubDir, type HubDir, type Issued, sessionIssuer } from '../helpers/auth-hub.js';
-import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
+import { startTwoAgentHub, type Issued, type TwoAgentHub } from '../helpers/auth-hub.js';
+import { baseOf, sample, scrape } from '../helpers/operations.js';
 import { rssMiB } from './helpers.js';
 import { MODERN_META, auth, post, sleep, type Answer } from './limits-helpers.js';
 
@@ -44,29 +43,10 @@ end)
 /** B's messages in one call: within its share (50) and the front door's per-call burst (200). */
 const B_MESSAGES = 20;
 
-interface Hub {
-  hub: MoonhubProcess;
-  dir: HubDir;
-  A: Issued;
-  B: Issued;
-  admin: string;
-}
+type Hub = TwoAgentHub;
 
-async function startHub(limits = '', plugins = '{ dirs: [plugins] }'): Promise<Hub> {
-  const dir = makeHubDir({ chat: CHAT });
-  const file = dir.write(
-    'moonhub.yaml',
-    `auth: { mode: token }
-plugins: ${plugins}
-agents:
-  A: { plugins: [chat] }
-  B: { plugins: [chat] }
-${limits}`,
-  );
-  const hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
-  const issue = sessionIssuer(file, dir.data, hub.url);
-  return { hub, dir, A: issue('A'), B: issue('B'), admin: adminToken(dir.data) };
-}
+const startHub = (limits = '', plugins = '{ dirs: [plugins] }'): Promise<Hub> =>
+  startTwoAgentHub({ chat: CHAT }, limits, plugins);
 
 /** A 2026-07-28 tools/call asking for log messages of every level on its stream. */
 function callTool(h: Hub, who: Issued, name: string, args: Record<string, unknown>) {
