@@ -5,11 +5,8 @@
  */
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { createLogger } from '../log.js';
-import { startHub, type Hub } from '../hub.js';
-import { resolveSettings } from '../config/settings.js';
+import type { Hub } from '../hub.js';
 import type { RegistryError } from '../registry/errors.js';
-import { importServers } from './import-servers.js';
 import { newHub, newPlugin } from './scaffold.js';
 
 export interface ProjectFlags {
@@ -29,6 +26,12 @@ export function projectDefaults<F extends ProjectFlags>(flags: F): F {
 
 async function withHub<T>(given: ProjectFlags, fn: (hub: Hub) => Promise<T>): Promise<T> {
   const flags = projectDefaults(given);
+  // Loaded by the commands that start a hub (main.ts says why).
+  const [{ createLogger }, { resolveSettings }, { startHub }] = await Promise.all([
+    import('../log.js'),
+    import('../config/settings.js'),
+    import('../hub.js'),
+  ]);
   const logger = createLogger(flags.logLevel ?? 'warn');
   const s = resolveSettings(flags);
   if (s.dirs.length === 0 && s.config.upstreams === undefined)
@@ -214,7 +217,8 @@ export function addAuthorCommands(
     .argument('<file>', 'e.g. .cursor/mcp.json, .vscode/mcp.json, claude_desktop_config.json')
     .option('-c, --config <file>', 'config file to add them to (default ./moonhub.yaml)')
     .option('--replace', 'replace upstreams of the same name (default: keep them)')
-    .action((file: string, flags: { config?: string; replace?: boolean }) => {
+    .action(async (file: string, flags: { config?: string; replace?: boolean }) => {
+      const { importServers } = await import('./import-servers.js');
       const into =
         flags.config ??
         ['moonhub.yaml', 'moonhub.yml', 'moonhub.json'].find((f) => existsSync(f)) ??

@@ -5,20 +5,18 @@
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { resolve } from 'node:path';
-import { checkLogFormat, checkLogLevel, createLogger, type LogFormat } from '../log.js';
-import { startHub } from '../hub.js';
+import { checkLogFormat, checkLogLevel, type LogFormat } from '../log.js';
 import { packageVersion } from '../server/protocol.js';
-import { resolveSettings, isAuthMode } from '../config/settings.js';
-import type { AuthMode } from '../config/config.js';
+import { AUTH_MODES, type AuthMode } from '../config/auth-mode.js';
 import { addSessionCommands } from './session-commands.js';
 import { addConnectCommand } from './connect.js';
-import { runScript } from './run-script.js';
-import { toJsonText } from '../registry/results.js';
 import { addAuthorCommands, projectDefaults } from './author-commands.js';
-import { callLine, watchPlugins } from './dev-log.js';
-import { clientSetup, clientSetupText } from '../sessions/client-setup.js';
-import { drainMillis } from './shutdown.js';
-import { serve, type ServeFlags } from './serve.js';
+import type { ServeFlags } from './serve.js';
+
+// The hub, its server and the config schema are loaded by the commands that run them, not at
+// start: `moonhub connect` (what a stdio client spawns), `--help` and `--version` start in a
+// fraction of the time (docs/performance.md, "Start-up").
+const serveModule = () => import('./serve.js');
 
 function port(value: string): number {
   const n = Number(value);
@@ -60,13 +58,33 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
+/** `--drain-ms`: an integer number of ms, 0 to 600000 (the config schema's range). */
+function drainMillis(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 600_000)
+    throw new InvalidArgumentError('an integer number of ms from 0 to 600000');
+  return n;
+}
+
 function authMode(value: string): AuthMode {
-  if (!isAuthMode(value)) throw new InvalidArgumentError('one of none, token, oauth');
-  return value;
+  if (!(AUTH_MODES as readonly string[]).includes(value))
+    throw new InvalidArgumentError('one of none, token, oauth');
+  return value as AuthMode;
 }
 
 /** `moonhub dev`: serve with reloads, a human line per call, and the clients' set-up. */
-function dev(flags: ServeFlags): Promise<void> {
+async function dev(flags: ServeFlags): Promise<void> {
+  const [
+    { serve },
+    { resolveSettings },
+    { callLine, watchPlugins },
+    { clientSetup, clientSetupText },
+  ] = await Promise.all([
+    serveModule(),
+    import('../config/settings.js'),
+    import('./dev-log.js'),
+    import('../sessions/client-setup.js'),
+  ]);
   const say = (text: string) => process.stderr.write(`${text}\n`);
   const settings = resolveSettings(projectDefaults(flags));
   return serve(
@@ -96,6 +114,14 @@ interface RunFlags {
 }
 
 async function run(file: string, args: string[], flags: RunFlags): Promise<void> {
+  const [{ createLogger }, { resolveSettings }, { startHub }, { runScript }, { toJsonText }] =
+    await Promise.all([
+      import('../log.js'),
+      import('../config/settings.js'),
+      import('../hub.js'),
+      import('./run-script.js'),
+      import('../registry/results.js'),
+    ]);
   const logger = createLogger(flags.logLevel ?? 'warn');
   const s = resolveSettings(flags);
   const hub = await startHub({
@@ -190,7 +216,7 @@ function addServeCommand(program: Command): void {
         'on SIGTERM/SIGINT, how long calls in flight may finish (default 10000)',
       ).argParser(drainMillis),
     )
-    .action((flags: ServeFlags) => serve(flags));
+    .action(async (flags: ServeFlags) => (await serveModule()).serve(flags));
 }
 
 function addRunCommand(program: Command): void {

@@ -5,7 +5,6 @@
  * sessions and their child processes, execute workers) and the audit log, and exits 0. A second
  * signal exits at once with 128 + its number. One log line per phase.
  */
-import { InvalidArgumentError } from 'commander';
 import { constants } from 'node:os';
 import type { Logger } from '../log.js';
 import { SHUTDOWN_MESSAGE, workerSlot } from '../cluster/primary.js';
@@ -120,14 +119,6 @@ export function stopHttpOnSignal(
               }),
     },
   );
-}
-
-/** `--drain-ms`: an integer number of ms, 0 to 600000 (the config schema's range). */
-export function drainMillis(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 600_000)
-    throw new InvalidArgumentError('an integer number of ms from 0 to 600000');
-  return n;
 }
 
 /** stdio with its dispatcher tracked for graceful shutdown. */

@@ -7,7 +7,7 @@
  * report, and the commands waiting are bounded by the time. The connection itself keeps
  * reconnecting (250 ms doubling to 5 s) and resubscribes its channels.
  */
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 
 export type { Redis } from 'ioredis';
 
@@ -53,6 +53,8 @@ export interface RedisConnectOptions {
 export async function connectRedis(url: string, opts: RedisConnectOptions): Promise<Redis> {
   const problem = redisUrlProblem(url);
   if (problem !== undefined) throw new Error(`cluster.redis: ${problem}`);
+  // Loaded here, not at start-up: a hub without cluster.redis never needs the client's ~50 modules.
+  const { Redis } = await import('ioredis');
   const redis = new Redis(url, {
     connectionName: opts.name,
     lazyConnect: true,

@@ -3,6 +3,7 @@
  * schema in schemas/config.schema.json; an error names the key at fault. Paths in the file
  * (plugins directories, agent manifests) are relative to the file.
  */
+import type { AuthMode } from './auth-mode.js';
 import type { ClusterLimitsConfig } from './cluster-config.js';
 import { dirname, resolve } from 'node:path';
 import type { ExecuteConfig } from './execute-config.js';
@@ -16,7 +17,7 @@ import type { PluginLimitsConfig } from './plugin-limits-config.js';
 import type { LimitsConfig } from './limits-config.js';
 import type { ShutdownConfig } from './shutdown-config.js';
 
-export type AuthMode = 'none' | 'token' | 'oauth';
+export type { AuthMode };
 
 /** What a session of a target may see at most (LUA_API §2.1). */
 export interface TargetConfig {

@@ -66,12 +66,9 @@ export interface Settings {
 
 const DEFAULT_PORT = 8848;
 const DEFAULT_DATA_DIR = '.moonhub';
-const AUTH_MODES: readonly string[] = ['none', 'token', 'oauth'];
 const LOOPBACK_URL = /^http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?\//i;
 
-export function isAuthMode(value: string): value is AuthMode {
-  return AUTH_MODES.includes(value);
-}
+export { isAuthMode } from './auth-mode.js';
 
 export function resolveSettings(flags: SettingsFlags): Settings {
   const configFile = flags.config === undefined ? undefined : resolve(flags.config);

@@ -9,10 +9,24 @@
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Client, JSONRPCMessage } from '@modelcontextprotocol/client';
-import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/client';
 import type { LuaState } from '../lua/state.js';
-import { UpstreamConnection, describe } from '../upstream/connection.js';
+import type { UpstreamConnection } from '../upstream/connection.js';
+import type * as ConnectionModule from '../upstream/connection.js';
 import { createNodeFetch, hasNetSettings, type NetSettings } from '../upstream/node-fetch.js';
+
+/**
+ * The upstream layer and the SDK client, loaded on the first Connect: most plugins never make
+ * an Mcp client, and every plugin worker would otherwise load ~150 modules (the SDK and zod) it
+ * does not use (docs/performance.md, "Start-up").
+ */
+let clientLayer: Promise<[typeof ConnectionModule, readonly string[]]> | undefined;
+function loadClientLayer() {
+  clientLayer ??= Promise.all([
+    import('../upstream/connection.js'),
+    import('@modelcontextprotocol/client').then((sdk) => sdk.SUPPORTED_PROTOCOL_VERSIONS),
+  ]);
+  return clientLayer;
+}
 
 export const CHILKAT_VERSION = '11.7.0';
 export const MODERN_VERSION = '2026-07-28';
@@ -184,6 +198,7 @@ export class ChilkatMcp {
           );
         await this.conn?.close();
         this.conn = undefined;
+        const [{ UpstreamConnection }, SUPPORTED_PROTOCOL_VERSIONS] = await loadClientLayer();
         const modern = this.protocolVersion === MODERN_VERSION;
         const legacy = SUPPORTED_PROTOCOL_VERSIONS.filter(
           (v) => v !== this.protocolVersion && v < MODERN_VERSION,
@@ -230,6 +245,7 @@ export class ChilkatMcp {
         const result = await conn.request(run, { signal, onProgress });
         return [result];
       } catch (err) {
+        const [{ describe }] = await loadClientLayer();
         throw describe(err, conn.url);
       }
     });

@@ -5,7 +5,27 @@
  */
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
-import { UpstreamProxy, type ProxyOptions, type ProxyStatus } from './proxy.js';
+import type { UpstreamProxy, ProxyOptions, ProxyStatus } from './proxy.js';
+import type * as ProxyModule from './proxy.js';
+
+/**
+ * The proxy and the SDK client beneath it are loaded with the first proxy: a hub or plugin worker
+ * that proxies nothing never loads them (~150 modules, the SDK and zod; docs/performance.md,
+ * "Start-up").
+ */
+let proxyModule: typeof ProxyModule | undefined;
+let loading: Promise<typeof ProxyModule> | undefined;
+function loadProxy(): Promise<typeof ProxyModule> {
+  return (loading ??= import('./proxy.js').then((m) => (proxyModule = m)));
+}
+
+/**
+ * Waits for a first proxy whose module is still loading to be entered: settling an owner or
+ * stopping must see it. One promise, so its waiters resume in order, `proxy()`'s first.
+ */
+async function proxiesEntered(): Promise<void> {
+  if (proxyModule === undefined && loading !== undefined) await loading.catch(() => undefined);
+}
 
 export class UpstreamManager {
   private readonly proxies = new Map<string, UpstreamProxy>();
@@ -41,6 +61,8 @@ export class UpstreamManager {
     declaredBy: object,
     logger: Logger,
   ): Promise<UpstreamProxy> {
+    // Loaded before the lookup: nothing awaits between it and the new proxy's entry.
+    const { UpstreamProxy } = proxyModule ?? (await loadProxy());
     const existing = this.get(owner, url);
     if (existing) {
       existing.declaredBy.add(declaredBy);
@@ -55,6 +77,7 @@ export class UpstreamManager {
   }
 
   async remove(owner: string, url: string): Promise<boolean> {
+    await proxiesEntered();
     const proxy = this.get(owner, url);
     if (!proxy) return false;
     this.proxies.delete(this.key(owner, url));
@@ -67,6 +90,7 @@ export class UpstreamManager {
    * failed. Proxies the serving state did not declare are closed.
    */
   async settleOwner(owner: string, kept: object | undefined, failed?: object): Promise<void> {
+    await proxiesEntered();
     const closing: Promise<void>[] = [];
     for (const proxy of [...this.proxies.values()]) {
       if (proxy.owner !== owner) continue;
@@ -88,6 +112,7 @@ export class UpstreamManager {
   }
 
   async stop(): Promise<void> {
+    await proxiesEntered();
     const all = [...this.proxies.values()];
     this.proxies.clear();
     await Promise.allSettled(all.map((p) => p.close()));

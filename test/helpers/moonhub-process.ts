@@ -34,8 +34,9 @@ export interface MoonhubProcess {
 export async function startMoonhub(
   args: string[],
   env: Record<string, string> = {},
+  nodeArgs: string[] = [],
 ): Promise<MoonhubProcess> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], {
+  const child = spawn(process.execPath, [...nodeArgs, BIN, 'serve', '--port', '0', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, MOONHUB_LOG_LEVEL: 'debug', ...env },
   });
