@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Client } from '@modelcontextprotocol/client';
 import { connectHttpClient } from '../helpers/mcp-client.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
+import { adminToken, baseOf, hubLoopDelay, sample, scrape } from '../helpers/operations.js';
 import { honestClient, rssMiB, scratch, text, type Scratch } from './helpers.js';
 
 const LOOP = 'local s = string.rep("n", 16000)\nfor i = 1, 1e9 do notice(s) end';
@@ -48,6 +48,7 @@ after(async () => {
 
 describe('an execute script calling notice() in a loop that never yields', () => {
   it('is rate-limited in its worker: bounded memory, the drops counted, others served', async (t) => {
+    await hubLoopDelay(hub.url, admin); // resets the hub's delay histogram
     const honest = await honestClient(hub.url, 'ok');
     const pid = hub.child.pid!;
     const rssBefore = rssMiB(pid);
@@ -67,10 +68,12 @@ describe('an execute script calling notice() in a loop that never yields', () =>
       clearInterval(sampler);
     }
     const h = await honest.stop();
+    const lag = await hubLoopDelay(hub.url, admin);
     const dropped = notices.filter((n) => /notices dropped: at most \d+ per second/.test(n));
     t.diagnostic(
       `RSS ${rssBefore.toFixed(0)} -> max ${maxRss.toFixed(0)} MiB; ${notices.length} notices, ` +
-        `${dropped.length} drop reports; honest p99 ${h.p99.toFixed(1)} ms`,
+        `${dropped.length} drop reports; honest p99 ${h.p99.toFixed(1)} ms; ` +
+        `hub event-loop delay p99 ${lag.p99.toFixed(0)} ms, worst ${lag.max.toFixed(0)} ms`,
     );
     assert.equal(result.isError, true);
     assert.match(text(result), /time|limit/i);
@@ -88,7 +91,11 @@ describe('an execute script calling notice() in a loop that never yields', () =>
     t.diagnostic(`${counted} dropped notices counted, ${told} told to the caller`);
     assert.ok(counted >= told && counted > 0, `${counted} counted, ${told} told`);
     assert.equal(h.errors, 0, h.messages.join('; '));
-    assert.ok(h.count > 0 && h.p99 < 1000, `honest: ${h.count} calls, p99 ${h.p99} ms`);
+    // The script runs in its worker: the hub's own thread stays responsive (its event-loop delay),
+    // and the honest client is never frozen out (a bound with room for a loaded machine, whose
+    // scheduling the client's process pays too; before the rate limit the hub froze for good).
+    assert.ok(lag.p99 < 400 && lag.max < 1000, `hub event-loop delay ${JSON.stringify(lag)} ms`);
+    assert.ok(h.count > 0 && h.p99 < 2500, `honest: ${h.count} calls, p99 ${h.p99} ms`);
     assert.ok(hub.alive());
   });
 });
