@@ -17,7 +17,7 @@ import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { BIN, ROOT, startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { makeHubDir, type Issued } from '../helpers/auth-hub.js';
+import { issueOverAdminApi, makeHubDir, type Issued } from '../helpers/auth-hub.js';
 import { adminToken } from '../helpers/operations.js';
 
 const exec = promisify(execFile);
@@ -222,15 +222,7 @@ describe(
     let admin: string;
     // Sessions are issued over the admin API (POST /admin/sessions, what `moonhub session
     // create` does in the hub's data folder), not by a CLI process each: 18 fewer process starts.
-    const issue = async (agent: string): Promise<Issued> => {
-      const res = await fetch(new URL('/admin/sessions', hub.url), {
-        method: 'POST',
-        headers: { Authorization: `Bearer ${admin}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ agent }),
-      });
-      assert.equal(res.status, 201, await res.clone().text());
-      return (await res.json()) as Issued;
-    };
+    const issue = (agent: string): Promise<Issued> => issueOverAdminApi(hub.url, admin, agent);
     // The revocation stays the CLI's, from another process as before (the hub must notice a
     // change it did not make): without blocking this process (the other case's in-process
     // mcp-remote client keeps going), one invocation at a time as when the cases ran in turn.
