@@ -17,7 +17,8 @@ import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { BIN, ROOT, startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { createSession, makeHubDir, moonhubCli, type Issued } from '../helpers/auth-hub.js';
+import { issueOverAdminApi, makeHubDir, type Issued } from '../helpers/auth-hub.js';
+import { adminToken } from '../helpers/operations.js';
 
 const exec = promisify(execFile);
 const CACHE = process.env.MOONHUB_CLIENTS ?? join(ROOT, '.cache', 'clients');
@@ -202,9 +203,14 @@ const CLIENTS: [string, Runner, Transport[]][] = [
   ['mcp-remote', mcpRemote, ['http']],
 ];
 
+// Two cases at a time: each issues its own sessions (alice, bob and a revoked one), and the inbox
+// is keyed by session uuid, so no case can read another's message; the notes each adds carry the
+// client's name, which its own assertion looks for. The cases' time is mostly client processes
+// starting (CPU), so two at a time gain less than half; more would only queue on 2 cores.
 describe(
   'third-party clients run the README examples',
   {
+    concurrency: 2,
     skip:
       (!wanted && 'run by scripts/clients-e2e.sh') ||
       (!installed && `clients not installed in ${CACHE} (scripts/clients-e2e.sh)`),
@@ -213,8 +219,22 @@ describe(
     let hub: MoonhubProcess;
     let config: string;
     let data: string;
-    const issue = (agent: string): Issued =>
-      createSession(['--config', config, '--data', data, '--agent', agent, '--url', hub.url]);
+    let admin: string;
+    // Sessions are issued over the admin API (POST /admin/sessions, what `moonhub session
+    // create` does in the hub's data folder), not by a CLI process each: 18 fewer process starts.
+    const issue = (agent: string): Promise<Issued> => issueOverAdminApi(hub.url, admin, agent);
+    // The revocation stays the CLI's, from another process as before (the hub must notice a
+    // change it did not make): without blocking this process (the other case's in-process
+    // mcp-remote client keeps going), one invocation at a time as when the cases ran in turn.
+    let cliQueue: Promise<unknown> = Promise.resolve();
+    const cli = (args: string[]): Promise<string> => {
+      const next = cliQueue.then(async () => {
+        const r = await exec(process.execPath, [BIN, ...args], { timeout: 30_000 });
+        return String(r.stdout);
+      });
+      cliQueue = next.catch(() => undefined);
+      return next;
+    };
 
     before(async () => {
       const dir = makeHubDir({});
@@ -223,6 +243,7 @@ describe(
         'moonhub.yaml',
         `hub_id: clients-hub\nplugins: { dirs: [${JSON.stringify(EXAMPLES)}] }\nauth: { mode: token }\nagents: { alice: {}, bob: {} }\n`,
       );
+      admin = adminToken(data, ['--config', config]);
       hub = await startMoonhub(['--config', config, '--data', data, '--no-watch']);
     });
     after(async () => hub?.stop());
@@ -230,8 +251,8 @@ describe(
     for (const [name, runner, transports] of CLIENTS) {
       for (const transport of transports) {
         it(`${name} over ${transport}`, async () => {
-          const alice = issue('alice');
-          const bob = issue('bob');
+          const alice = await issue('alice');
+          const bob = await issue('bob');
           const [added, missing, who] = await runner(transport, hub.url, alice.token, [
             { tool: 'notes_add', args: { title: `from ${name}` } },
             { resource: 'note://999' },
@@ -261,8 +282,8 @@ describe(
           );
 
           // A revoked token: refused, in words that say so (not an OAuth detour).
-          const gone = issue('alice');
-          moonhubCli(['session', 'revoke', gone.session_uuid, '--config', config, '--data', data]);
+          const gone = await issue('alice');
+          await cli(['session', 'revoke', gone.session_uuid, '--config', config, '--data', data]);
           const [refused] = await runner(transport, hub.url, gone.token, [{ tool: 'notes_list' }]);
           const words = JSON.stringify(refused);
           assert.ok(refused?.ok !== true, words);

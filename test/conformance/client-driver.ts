@@ -103,7 +103,20 @@ async function main(): Promise<void> {
     `local ok, err = mcp.proxy(${JSON.stringify(url)}, { prefix = "up.", timeout_ms = 20000, oauth = ${luaOauth()} })\n` +
       `if not ok then error(err, 0) end\n`,
   );
-  const hub = await startHub({ pluginDirs: [dir], logger: createLogger('warn'), watch: false });
+  // Only what the scenarios exercise: no file watcher, no `execute` built-in (it would boot a
+  // script worker ahead of a first run that never comes), and the plugin on the hub's thread
+  // (isolation 'none'). The upstream layer under test is the same code either way: with workers,
+  // `mcp.proxy` asks the hub's thread to connect (plugins/remote-upstreams.ts) and the proxied
+  // tools are registered and called there (upstream/manager.ts, upstream/proxy.ts); the worker
+  // would only run the proxy's Lua callbacks, which this plugin does not set. So each scenario
+  // skips a plugin worker's boot and tests the same connections, OAuth grants and calls.
+  const hub = await startHub({
+    pluginDirs: [dir],
+    logger: createLogger('warn'),
+    watch: false,
+    execute: false,
+    isolation: 'none',
+  });
   let failed = false;
   try {
     const status = hub.plugins.status()[0];

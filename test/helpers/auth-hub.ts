@@ -135,17 +135,36 @@ agents:
   B: { plugins: [${names}] }
 ${extra}`,
   );
+  // The admin token from the CLI (before the hub opens the data folder); A's and B's sessions
+  // from the hub's admin API with it, which does what `session create` does without two more
+  // CLI processes (a second or more each on a loaded machine).
+  const created = moonhubCli(['session', 'create', '--admin', '--data', dir.data]);
+  if (created.status !== 0) throw new Error(`session create --admin failed: ${created.stderr}`);
+  const admin = (JSON.parse(created.stdout) as { token: string }).token;
   const hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
-  const issue = sessionIssuer(file, dir.data, hub.url);
-  const admin = moonhubCli(['session', 'create', '--admin', '--data', dir.data]);
-  if (admin.status !== 0) throw new Error(`session create --admin failed: ${admin.stderr}`);
-  return {
-    hub,
-    dir,
-    A: issue('A'),
-    B: issue('B'),
-    admin: (JSON.parse(admin.stdout) as { token: string }).token,
-  };
+  try {
+    const issue = (agent: string) => issueOverAdminApi(hub.url, admin, agent);
+    return { hub, dir, A: await issue('A'), B: await issue('B'), admin };
+  } catch (err) {
+    await hub.stop();
+    throw err;
+  }
+}
+
+/** A session for `agent` from the hub's admin API (POST /admin/sessions), as the CLI prints it. */
+export async function issueOverAdminApi(
+  url: string,
+  admin: string,
+  agent: string,
+): Promise<Issued> {
+  const res = await fetch(new URL('/admin/sessions', url), {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${admin}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ agent }),
+  });
+  const body = await res.text();
+  if (res.status !== 201) throw new Error(`POST /admin/sessions: ${res.status} ${body}`);
+  return JSON.parse(body) as Issued;
 }
 
 /** An SDK client presenting `token` (if any), with counters of list_changed notifications. */

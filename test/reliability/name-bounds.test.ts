@@ -13,7 +13,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { makeHubDir, type Issued, sessionIssuer } from '../helpers/auth-hub.js';
+import { issueOverAdminApi, makeHubDir, type Issued } from '../helpers/auth-hub.js';
 import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
 import { rssMiB } from './helpers.js';
 import { initialize, inSession, modern, ping, pool, sleep } from './limits-helpers.js';
@@ -55,11 +55,11 @@ observe: { audit: { to: audit.jsonl } }
     );
     hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
     url = hub.url;
-    const issue = sessionIssuer(file, dir.data, url);
-    A = issue('A');
-    B = issue('B');
-    E = issue('E');
     admin = adminToken(dir.data);
+    // The agents' sessions over the admin API: what `session create` does, without a CLI start each.
+    A = await issueOverAdminApi(url, admin, 'A');
+    B = await issueOverAdminApi(url, admin, 'B');
+    E = await issueOverAdminApi(url, admin, 'E');
   });
   after(async () => hub?.stop());
 

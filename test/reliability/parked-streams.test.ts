@@ -12,7 +12,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { makeHubDir, type HubDir, type Issued, sessionIssuer } from '../helpers/auth-hub.js';
+import { issueOverAdminApi, makeHubDir, type HubDir, type Issued } from '../helpers/auth-hub.js';
 import { initializeSession, rawRequest, type RawResponse } from '../helpers/legacy-raw.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
 import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
@@ -94,10 +94,10 @@ describe('resumable streams nobody comes back for', () => {
     dir = makeHubDir({ p: PLUGIN });
     const file = dir.write('moonhub.yaml', CONFIG);
     hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
-    const issue = sessionIssuer(file, dir.data, hub.url);
-    A = issue('A');
-    B = issue('B');
     admin = adminToken(dir.data);
+    // The agents' sessions over the admin API: what `session create` does, without a CLI start each.
+    A = await issueOverAdminApi(hub.url, admin, 'A');
+    B = await issueOverAdminApi(hub.url, admin, 'B');
   });
   after(async () => {
     await hub?.stop();

@@ -195,6 +195,43 @@ describe('plugin_limits.calls_in_flight_per_principal', () => {
       await small.hub.stop();
     }
   });
+
+  // The same default hub: its refusals are counted from what the count was, and A's fan-outs
+  // above have ended (their places came back in the test before).
+  describe("a plugin's inner calls keep limits.name_length", () => {
+    it('refuses mcp.call, tools.use, mcp.call_tool (and prompt names, URIs) past it, counted; the hub stays well', async () => {
+      const before = await refusals(h, 'name_length');
+      const pid = h.hub.child.pid!;
+      const rss0 = rssMiB(pid);
+      const bound =
+        /^Invalid params: a tool name may be at most 256 characters \(limits\.name_length\); this one has 1000000$/;
+      for (const how of ['call', 'use', 'call_tool']) {
+        for (let i = 0; i < 10; i++) {
+          const out = textOf(await callTool(h, h.A, 'fan.name', { len: 1_000_000, how }));
+          // tools.use raises the message with Lua's position in front.
+          const got = out.replace(/^.*?: (?=Invalid params)/, '');
+          assert.ok(bound.test(got), `${how}: ${out.slice(0, 200)}`);
+        }
+      }
+      const exact = textOf(await callTool(h, h.A, 'fan.name', { len: 256, how: 'call' }));
+      assert.match(exact, /^Unknown tool/, 'a name of exactly 256 is looked up');
+      // Prompt names and resource URIs as at the front door (prompts/get, resources/read).
+      const prompt = textOf(await callTool(h, h.A, 'fan.name', { len: 257, how: 'get_prompt' }));
+      assert.equal(
+        prompt,
+        'Invalid params: a prompt name may be at most 256 characters (limits.name_length); this one has 257',
+      );
+      const uri = textOf(await callTool(h, h.A, 'fan.name', { len: 5000, how: 'read_resource' }));
+      assert.equal(
+        uri,
+        'Invalid params: a resource URI may be at most 4096 characters (limits.subscriptions.uri_length); this one has 5006',
+      );
+      const counted = await refusalsReaching(h, 'name_length', before + 32);
+      assert.equal(counted - before, 32);
+      assert.ok(rssMiB(pid) - rss0 < 100, 'RSS bounded');
+      assert.equal(textOf(await callTool(h, h.B, 'fan.one')), 'quick');
+    });
+  });
 });
 
 describe("the same on the hub's thread (plugins.isolation: none)", () => {
@@ -220,44 +257,5 @@ describe("the same on the hub's thread (plugins.isolation: none)", () => {
     } finally {
       await h.hub.stop();
     }
-  });
-});
-
-describe("a plugin's inner calls keep limits.name_length", () => {
-  let h: Hub;
-  before(async () => (h = await startHub()));
-  after(async () => h?.hub.stop());
-
-  it('refuses mcp.call, tools.use, mcp.call_tool (and prompt names, URIs) past it, counted; the hub stays well', async () => {
-    const before = await refusals(h, 'name_length');
-    const pid = h.hub.child.pid!;
-    const rss0 = rssMiB(pid);
-    const bound =
-      /^Invalid params: a tool name may be at most 256 characters \(limits\.name_length\); this one has 1000000$/;
-    for (const how of ['call', 'use', 'call_tool']) {
-      for (let i = 0; i < 10; i++) {
-        const out = textOf(await callTool(h, h.A, 'fan.name', { len: 1_000_000, how }));
-        // tools.use raises the message with Lua's position in front.
-        const got = out.replace(/^.*?: (?=Invalid params)/, '');
-        assert.ok(bound.test(got), `${how}: ${out.slice(0, 200)}`);
-      }
-    }
-    const exact = textOf(await callTool(h, h.A, 'fan.name', { len: 256, how: 'call' }));
-    assert.match(exact, /^Unknown tool/, 'a name of exactly 256 is looked up');
-    // Prompt names and resource URIs as at the front door (prompts/get, resources/read).
-    const prompt = textOf(await callTool(h, h.A, 'fan.name', { len: 257, how: 'get_prompt' }));
-    assert.equal(
-      prompt,
-      'Invalid params: a prompt name may be at most 256 characters (limits.name_length); this one has 257',
-    );
-    const uri = textOf(await callTool(h, h.A, 'fan.name', { len: 5000, how: 'read_resource' }));
-    assert.equal(
-      uri,
-      'Invalid params: a resource URI may be at most 4096 characters (limits.subscriptions.uri_length); this one has 5006',
-    );
-    const counted = await refusalsReaching(h, 'name_length', before + 32);
-    assert.equal(counted - before, 32);
-    assert.ok(rssMiB(pid) - rss0 < 100, 'RSS bounded');
-    assert.equal(textOf(await callTool(h, h.B, 'fan.one')), 'quick');
   });
 });

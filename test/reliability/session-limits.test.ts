@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { createSession, makeHubDir, type HubDir, type Issued } from '../helpers/auth-hub.js';
+import { issueOverAdminApi, makeHubDir, type HubDir, type Issued } from '../helpers/auth-hub.js';
 import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
 import { rssMiB } from './helpers.js';
 import { initialize, inSession, ping, pool, sleep, type Answer } from './limits-helpers.js';
@@ -58,16 +58,10 @@ async function hubWith(limits: string): Promise<{
   const dir = makeHubDir({ p: PLUGIN });
   const file = dir.write('moonhub.yaml', config(limits));
   const hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
-  const issue = (agent: string) =>
-    createSession(['--config', file, '--data', dir.data, '--agent', agent, '--url', hub.url]);
-  return {
-    dir,
-    hub,
-    A: issue('A'),
-    B: issue('B'),
-    C: issue('C'),
-    admin: adminToken(dir.data),
-  };
+  const admin = adminToken(dir.data);
+  // The agents' sessions over the admin API: what `session create` does, without a CLI start each.
+  const issue = (agent: string) => issueOverAdminApi(hub.url, admin, agent);
+  return { dir, hub, A: await issue('A'), B: await issue('B'), C: await issue('C'), admin };
 }
 
 describe('sessions per principal and in total, small caps', () => {
