@@ -7,7 +7,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { resolve } from 'node:path';
 import { checkLogFormat, checkLogLevel, type LogFormat } from '../log.js';
 import { packageVersion } from '../server/protocol.js';
-import { AUTH_MODES, type AuthMode } from '../config/auth-mode.js';
+import { isAuthMode, type AuthMode } from '../config/auth-mode.js';
 import { addSessionCommands } from './session-commands.js';
 import { addConnectCommand } from './connect.js';
 import { addAuthorCommands, projectDefaults } from './author-commands.js';
@@ -67,9 +67,8 @@ function drainMillis(value: string): number {
 }
 
 function authMode(value: string): AuthMode {
-  if (!(AUTH_MODES as readonly string[]).includes(value))
-    throw new InvalidArgumentError('one of none, token, oauth');
-  return value as AuthMode;
+  if (!isAuthMode(value)) throw new InvalidArgumentError('one of none, token, oauth');
+  return value;
 }
 
 /** `moonhub dev`: serve with reloads, a human line per call, and the clients' set-up. */
