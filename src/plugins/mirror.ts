@@ -75,7 +75,7 @@ export function mirrorEntry(
         plugin.invoke('tool', name, args, ctx, timeoutMs) as Promise<ToolResult>,
     );
     if (isDirectPlugin(plugin)) targets.set(handler, { plugin, timeoutMs });
-    registry.addTool(owner, { ...(spec as unknown as ToolSpec), handler });
+    registry.addTool(owner, { ...(spec as unknown as ToolSpec), handler }, { schemaChecked: true });
     return;
   }
   const key = kind === 'prompt' ? String(spec.name) : String(spec.uriTemplate);

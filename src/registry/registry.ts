@@ -14,7 +14,7 @@ import {
   type DefinitionWarningListener,
   type ResourceUpdateListener,
 } from './registry-events.js';
-import { compileValidator, type ArgumentValidator } from './schema.js';
+import { compileValidator, deferredValidator, type ArgumentValidator } from './schema.js';
 import { uncallableWarning, type CallableBounds } from './callable-bounds.js';
 import { failureResult } from './tool-results.js';
 import type {
@@ -164,10 +164,17 @@ export class Registry {
 
   // ---- tools ---------------------------------------------------------------------------------
 
-  addTool(owner: string, spec: ToolSpec): void {
+  /**
+   * `opts.schemaChecked`: the schema was compiled where the tool was registered (a plugin's
+   * worker), so its compile here waits for the first call (schema.ts, deferredValidator).
+   */
+  addTool(owner: string, spec: ToolSpec, opts?: { schemaChecked?: boolean }): void {
     if (!spec.name) throw new RegistryError('invalid_definition', 'a tool needs a non-empty name');
     this.checkCallable(owner, 'tool', spec.name);
-    const validate = compileValidator(spec.inputSchema, `tool '${spec.name}'`);
+    const what = `tool '${spec.name}'`;
+    const validate = opts?.schemaChecked
+      ? deferredValidator(spec.inputSchema, what)
+      : compileValidator(spec.inputSchema, what);
     if (validate.unenforced)
       this.events.definitionWarning(
         owner,

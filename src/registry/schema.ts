@@ -96,6 +96,25 @@ export function compileValidator(schema: Record<string, unknown>, what: string):
   return unenforced.length > 0 ? Object.assign(check, { unenforced }) : check;
 }
 
+/**
+ * A validator for a schema that was already compiled where it was registered (a plugin's worker
+ * refuses an invalid one at its `mcp.tool`): the patterns it does not enforce are found now, the
+ * compile waits for the tool's first call. A plugin registering many new schemas (a catalogue of
+ * 10,000 tools at each reload, or fresh definitions in a loop) used to make the hub's thread
+ * compile every one of them as the registrations arrived: ~0.4 ms each, 1.5-1.8 s of /healthz
+ * waiting on the loaded machine. Now the hub compiles only the tools clients call, once each.
+ */
+export function deferredValidator(
+  schema: Record<string, unknown>,
+  what: string,
+): ArgumentValidator {
+  let check: ArgumentValidator | undefined;
+  const deferred = (args: unknown): string | undefined =>
+    (check ??= compileValidator(schema, what))(args);
+  const unenforced = unenforcedPatterns(schema);
+  return unenforced.length > 0 ? Object.assign(deferred, { unenforced }) : deferred;
+}
+
 /** Nodes of a schema looked at for patterns; past it the rest goes unnamed (ajv still compiled it). */
 const PATTERN_SCAN_NODES = 10_000;
 
