@@ -26,6 +26,8 @@ export interface ExecuteConfig {
   message_bytes?: number;
   messages_per_second?: number;
   code_cache_bytes?: number;
+  search_query_chars?: number;
+  search_query_words?: number;
 }
 
 type CamelCase<S extends string> = S extends `${infer H}_${infer T}`

@@ -8,7 +8,12 @@ import type { Registry } from '../registry/registry.js';
 import { EXECUTE_DESCRIPTION, EXECUTE_OWNER, executeHandler } from './execute-tool.js';
 import type { InnerCallSink } from './inner-observe.js';
 import { resolveExecuteOptions, type ExecuteOptions } from './options.js';
-import { SEARCH_DESCRIPTION, SEARCH_OWNER, searchToolsHandler } from './search-tools.js';
+import {
+  SEARCH_DESCRIPTION,
+  SEARCH_OWNER,
+  searchInputSchema,
+  searchToolsHandler,
+} from './search-tools.js';
 import { ScriptPool, type ExecuteStats } from './worker-pool.js';
 
 export { EXECUTE_OWNER } from './execute-tool.js';
@@ -31,25 +36,17 @@ export function registerCodeMode(
   logger: Logger,
 ): CodeModeBuiltins {
   const opts = resolveExecuteOptions(options);
+  const search = {
+    queryChars: opts.searchQueryChars,
+    queryWords: opts.searchQueryWords,
+    onRefused: opts.onRefused,
+  };
   registry.addTool(SEARCH_OWNER, {
     name: 'search_tools',
     description: SEARCH_DESCRIPTION,
-    inputSchema: {
-      type: 'object',
-      properties: {
-        query: { type: 'string', description: 'Words to look for in tool names and descriptions.' },
-        limit: {
-          type: 'integer',
-          minimum: 1,
-          maximum: 50,
-          description: 'At most this many (default 10).',
-        },
-      },
-      required: ['query'],
-      additionalProperties: false,
-    },
+    inputSchema: searchInputSchema(search),
     annotations: { title: 'Search the tools', readOnlyHint: true },
-    handler: searchToolsHandler(registry),
+    handler: searchToolsHandler(registry, search),
   });
   // `enabled: false` (config `execute: false`) leaves out the tool and its workers.
   if (!opts.enabled)

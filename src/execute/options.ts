@@ -43,6 +43,10 @@ export interface ExecuteOptions {
    * its compile (default 1 MiB; 0: none kept).
    */
   codeCacheBytes?: number;
+  /** Characters of a `search_tools` query (default 1000). */
+  searchQueryChars?: number;
+  /** Different words in a `search_tools` query (default 16): each is looked for in every tool. */
+  searchQueryWords?: number;
   /**
    * After the wall time, how long the worker may take to report its own timeout before it is
    * terminated (the hard stop for a script stuck in one long library call; default 200 ms).
@@ -115,6 +119,8 @@ export function resolveExecuteOptions(o: ExecuteOptions = {}): ResolvedExecuteOp
     messageBytes: o.messageBytes ?? 16 * 1024,
     messagesPerSecond: o.messagesPerSecond ?? 200,
     codeCacheBytes: o.codeCacheBytes ?? 1024 * 1024,
+    searchQueryChars: o.searchQueryChars ?? 1000,
+    searchQueryWords: o.searchQueryWords ?? 16,
     graceMs: o.graceMs ?? 200,
     cleanupMs: o.cleanupMs ?? 1000,
     nameLength: o.nameLength ?? DEFAULT_NAME_LENGTH,
