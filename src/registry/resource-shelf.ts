@@ -6,7 +6,7 @@ import { byKey, describeResource } from './entry-views.js';
 import { RegistryError } from './errors.js';
 import { OwnedEntries } from './owned-entries.js';
 import type { RegistryEvents } from './registry-events.js';
-import { isTemplate, matchTemplate } from './uri-template.js';
+import { isTemplate, matchParsed, parseTemplate, type UriTemplate } from './uri-template.js';
 import type {
   CallContext,
   OwnerFilter,
@@ -18,6 +18,9 @@ import type {
 } from './types.js';
 
 export class ResourceShelf extends OwnedEntries<ResourceEntry> {
+  /** Each template entry taken apart once (a read tries the templates in turn). */
+  private readonly parsed = new WeakMap<ResourceEntry, UriTemplate>();
+
   constructor(private readonly events: RegistryEvents) {
     super('resources', (kind, owner, previous) => events.changed(kind, owner, previous));
   }
@@ -77,7 +80,12 @@ export class ResourceShelf extends OwnedEntries<ResourceEntry> {
     }
     for (const entry of this.entries.values()) {
       if (!entry.isTemplate || (filter && !filter(entry.owner))) continue;
-      const params = matchTemplate(entry.uriTemplate, uri);
+      let template = this.parsed.get(entry);
+      if (template === undefined) {
+        template = parseTemplate(entry.uriTemplate);
+        this.parsed.set(entry, template);
+      }
+      const params = matchParsed(template, uri);
       if (params) return { entry, params };
     }
     return undefined;
