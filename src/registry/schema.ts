@@ -8,6 +8,7 @@ import AjvDraft7 from 'ajv';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { setFlagsFromString } from 'node:v8';
 import { RegistryError } from './errors.js';
+import { linearUniqueItems } from './unique-items.js';
 
 // A schema's `pattern` runs on a client's string on the hub's thread: V8's backtracking engine
 // would let `^(a+)+$` freeze it for seconds on 27 characters. The `l` flag (V8's linear-time
@@ -189,8 +190,8 @@ function validatorOf(schema: Record<string, unknown>): Compiled {
   const dialect = typeof schema.$schema === 'string' ? schema.$schema : '';
   const ajv =
     dialect.includes('draft-07') || dialect.includes('draft-06') || dialect.includes('draft-04')
-      ? (ajv7 ??= new AjvDraft7.default(options))
-      : (ajv2020 ??= new Ajv2020(options));
+      ? (ajv7 ??= withLinearUniqueItems(new AjvDraft7.default(options)))
+      : (ajv2020 ??= withLinearUniqueItems(new Ajv2020(options)));
   const unenforced = unenforcedPatterns(schema);
   const usable =
     unenforced.length === 0
@@ -201,6 +202,11 @@ function validatorOf(schema: Record<string, unknown>): Compiled {
   compiled.set(key, made);
   if (compiled.size > COMPILED_KEPT) compiled.delete(compiled.keys().next().value!);
   return made;
+}
+
+function withLinearUniqueItems<T extends Parameters<typeof linearUniqueItems>[0]>(ajv: T): T {
+  linearUniqueItems(ajv);
+  return ajv;
 }
 
 // Two tools may share an `$id`; ajv would refuse the second compile, so ids are not registered.
