@@ -15,7 +15,7 @@ import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js
 import { adminToken, hubLoopDelay } from '../helpers/operations.js';
 import { call, honestClient } from './helpers.js';
 
-const REGISTRATIONS = 3000;
+const REGISTRATIONS = 2000;
 
 // Twelve properties with bounds, each definition new (a counter in a description): what a
 // catalogue of real tools looks like to the compiler, without the 10,000-entry limit mattering
