@@ -6,6 +6,7 @@ import type { Logger } from './log.js';
 import { Registry } from './registry/registry.js';
 import type { CallableBounds } from './registry/callable-bounds.js';
 import { PluginHost, type PluginIsolation } from './plugins/plugin-host.js';
+import { MAX_LOGGED } from './plugins/plugin-warnings.js';
 import { registerCodeMode, type ExecuteOptions, type InnerCallSink } from './execute/index.js';
 import type { ExecuteStats } from './execute/worker-pool.js';
 import type { PluginLimits, SessionViews } from './lua-api/index.js';
@@ -101,8 +102,13 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   });
   // One log line per warning, and the plugin's status (hub_status, the dashboard) keeps it.
   registry.onDefinitionWarning((owner, message) => {
-    opts.logger.warn({ plugin: owner }, message);
-    plugins.noteWarning(owner, message);
+    const log = plugins.noteWarning(owner, message);
+    if (log !== 'quiet') opts.logger.warn({ plugin: owner }, message);
+    if (log === 'last')
+      opts.logger.warn(
+        { plugin: owner },
+        `plugin ${owner}: ${MAX_LOGGED} definition warnings logged for this load; the rest are counted in its status (hub_status)`,
+      );
   });
   registerHubStatus(registry, plugins, opts.pluginDirs);
   const upstreamsReady = startConfiguredUpstreams(registry, opts.upstreams ?? {}, opts.logger);

@@ -152,8 +152,9 @@ export class PluginHost {
   }
 
   /** A registry warning about a definition of `owner` (kept in its status if it is a plugin). */
-  noteWarning(owner: string, message: string): void {
-    this.warnings.note(owner, message);
+  /** Keeps a definition warning for the plugin's status; says whether to log it (plugin-warnings.ts). */
+  noteWarning(owner: string, message: string): 'log' | 'last' | 'quiet' {
+    return this.warnings.note(owner, message);
   }
 
   /** Bytes of Lua memory each loaded plugin's state holds (metrics, the dashboard). */
