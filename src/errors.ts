@@ -264,6 +264,12 @@ export const WIRE_ERRORS = {
     message:
       'Subscription limit reached: at most {max} resource subscriptions per session (limits.subscriptions.per_session); unsubscribe first',
   },
+  client_info_too_large: {
+    code: INVALID_PARAMS,
+    status: 200,
+    message:
+      'Invalid params: clientInfo and capabilities may take at most {max} characters of JSON (limits.sessions.client_info_chars); these take {length}',
+  },
   subscription_uri_too_long: {
     code: INVALID_PARAMS,
     status: 200,

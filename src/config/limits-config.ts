@@ -11,6 +11,7 @@ export interface LimitsConfig {
     per_principal?: number;
     idle_timeout_ms?: number;
     evict_idle_ms?: number;
+    client_info_chars?: number;
   };
   subscriptions?: { per_session?: number; uri_length?: number };
   listens?: { per_principal?: number; total?: number };
@@ -30,6 +31,7 @@ export interface ServerLimitSettings {
   sessionsPerPrincipal?: number;
   sessionIdleMs?: number;
   sessionEvictIdleMs?: number;
+  sessionClientInfoChars?: number;
   subscriptionsPerSession?: number;
   subscriptionUriLength?: number;
   listensPerPrincipal?: number;
@@ -53,6 +55,7 @@ export function serverLimitsOf(section: LimitsConfig | undefined): ServerLimitSe
     sessionsPerPrincipal: c.sessions?.per_principal,
     sessionIdleMs: c.sessions?.idle_timeout_ms,
     sessionEvictIdleMs: c.sessions?.evict_idle_ms,
+    sessionClientInfoChars: c.sessions?.client_info_chars,
     subscriptionsPerSession: c.subscriptions?.per_session,
     subscriptionUriLength: c.subscriptions?.uri_length,
     listensPerPrincipal: c.listens?.per_principal,

@@ -23,6 +23,7 @@ import { BATCH_VERSIONS, PROTOCOL_VERSION_META_KEY } from './protocol.js';
 import type { RequestScope, SessionState, TransportName } from './session.js';
 import {
   badRequestId,
+  clientInfoRefusal,
   nameRefusal,
   resolveLimits,
   type RefusalCounter,
@@ -117,6 +118,13 @@ export class Inbound {
       return { kind: msg.method === 'subscriptions/listen' ? 'listen' : 'request', msg, scope };
     }
     const initialize = isRequest && msg.method === 'initialize';
+    if (initialize) {
+      const tooBig = clientInfoRefusal(msg.params, this.limits);
+      if (tooBig !== undefined) {
+        this.refused?.('client_info_chars');
+        return this.reject(facts, body, tooBig, msg.id);
+      }
+    }
     const session = initialize ? sessions.open(facts) : sessions.find(facts);
     if (session instanceof WireError)
       return this.reject(facts, body, session, initialize ? msg.id : null);

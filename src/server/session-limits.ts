@@ -19,6 +19,8 @@ export interface ServerLimits {
   sessionIdleMs: number;
   /** A session is idle enough to be evicted for a newcomer after this long without a message. */
   sessionEvictIdleMs: number;
+  /** JSON characters of the clientInfo and capabilities a 2025 session keeps from initialize. */
+  sessionClientInfoChars: number;
   /** Resources one session (2025) or one listen stream (2026-07-28) may subscribe to. */
   subscriptionsPerSession: number;
   /** Characters of a subscribed resource URI. */
@@ -57,6 +59,7 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
   sessionsPerPrincipal: 1_000,
   sessionIdleMs: 30 * 60_000,
   sessionEvictIdleMs: 10_000,
+  sessionClientInfoChars: 16_384,
   subscriptionsPerSession: 1_000,
   subscriptionUriLength: 4_096,
   listensPerPrincipal: 64,
@@ -153,6 +156,25 @@ export function subscriptionRefusal(
       limit: 'subscriptions_per_session',
     };
   return undefined;
+}
+
+/**
+ * A 2025 `initialize` whose clientInfo and capabilities take more than
+ * `limits.sessions.client_info_chars` of JSON: the session would keep them for its life, and a
+ * principal may hold 1,000 sessions (40 sessions with 3 MB of them: +164 MiB of RSS).
+ */
+export function clientInfoRefusal(
+  params: Record<string, unknown> | undefined,
+  limits: ServerLimits,
+): WireError | undefined {
+  if (params === undefined) return undefined;
+  const max = limits.sessionClientInfoChars;
+  const length = jsonLength(params.clientInfo) + jsonLength(params.capabilities);
+  return length > max ? wireError('client_info_too_large', { max, length }) : undefined;
+}
+
+function jsonLength(value: unknown): number {
+  return value === undefined ? 0 : (JSON.stringify(value)?.length ?? 0);
 }
 
 /** What the index needs of a session. */

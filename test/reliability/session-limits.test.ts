@@ -9,7 +9,7 @@ import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js
 import { issueOverAdminApi, makeHubDir, type HubDir, type Issued } from '../helpers/auth-hub.js';
 import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
 import { rssMiB } from './helpers.js';
-import { initialize, inSession, ping, pool, sleep, type Answer } from './limits-helpers.js';
+import { initialize, inSession, ping, pool, post, sleep, type Answer } from './limits-helpers.js';
 
 const PLUGIN = `
 local released = false
@@ -128,6 +128,49 @@ describe('sessions per principal and in total, small caps', () => {
     const refusals = 'moonhub_limit_refusals_total';
     assert.equal(sample(text, refusals, { limit: 'sessions_per_principal' }), 1);
     assert.equal(sample(text, refusals, { limit: 'sessions' }), 1);
+  });
+});
+
+describe('what a 2025 session keeps from its initialize', () => {
+  it('refuses clientInfo and capabilities past limits.sessions.client_info_chars, keeping nothing', async () => {
+    // A session keeps both for its life: 40 sessions with 3 MB of them took a hub +164 MiB.
+    const h = await hubWith('  sessions: { client_info_chars: 4096 }');
+    try {
+      const { hub, A, B } = h;
+      const before = rssMiB(hub.child.pid!);
+      const big = {
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-11-25',
+          capabilities: { experimental: { pad: 'c'.repeat(1024 * 1024) } },
+          clientInfo: { name: 'big', version: '1', pad: 'p'.repeat(2 * 1024 * 1024) },
+        },
+      };
+      for (let i = 0; i < 40; i++) {
+        const r = await post(hub.url, big, { Authorization: `Bearer ${A.token}` });
+        assert.equal(r.status, 200);
+        assert.equal(r.sid, undefined, 'no session is made');
+        assert.equal(r.body?.error?.code, -32602);
+        assert.match(
+          r.body!.error!.message,
+          /clientInfo and capabilities may take at most 4096 characters of JSON \(limits\.sessions\.client_info_chars\); these take 314\d{4}/,
+        );
+      }
+      const grown = rssMiB(hub.child.pid!) - before;
+      assert.ok(grown < 100, `the hub grew ${Math.round(grown)} MiB`);
+      // An ordinary initialize of the same principal, and of another, still gets its session.
+      assert.equal((await initialize(hub.url, A.token)).status, 200);
+      assert.ok((await initialize(hub.url, B.token)).sid);
+      const text = await scrape(baseOf(hub.url), h.admin);
+      assert.equal(
+        sample(text, 'moonhub_limit_refusals_total', { limit: 'client_info_chars' }),
+        40,
+      );
+    } finally {
+      await h.hub.stop();
+    }
   });
 });
 
