@@ -270,6 +270,12 @@ export const WIRE_ERRORS = {
     message:
       'Invalid params: clientInfo and capabilities may take at most {max} characters of JSON (limits.sessions.client_info_chars); these take {length}',
   },
+  subscription_chars: {
+    code: INVALID_PARAMS,
+    status: 200,
+    message:
+      'Subscription limit reached: the URIs one session (or listen stream) subscribes to may take at most {max} characters (limits.subscriptions.chars_per_session); unsubscribe first',
+  },
   subscription_uri_too_long: {
     code: INVALID_PARAMS,
     status: 200,

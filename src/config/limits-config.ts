@@ -13,7 +13,7 @@ export interface LimitsConfig {
     evict_idle_ms?: number;
     client_info_chars?: number;
   };
-  subscriptions?: { per_session?: number; uri_length?: number };
+  subscriptions?: { per_session?: number; uri_length?: number; chars_per_session?: number };
   listens?: { per_principal?: number; total?: number };
   batch_length?: number;
   request_id_length?: number;
@@ -34,6 +34,7 @@ export interface ServerLimitSettings {
   sessionClientInfoChars?: number;
   subscriptionsPerSession?: number;
   subscriptionUriLength?: number;
+  subscriptionCharsPerSession?: number;
   listensPerPrincipal?: number;
   listensTotal?: number;
   batchLength?: number;
@@ -58,6 +59,7 @@ export function serverLimitsOf(section: LimitsConfig | undefined): ServerLimitSe
     sessionClientInfoChars: c.sessions?.client_info_chars,
     subscriptionsPerSession: c.subscriptions?.per_session,
     subscriptionUriLength: c.subscriptions?.uri_length,
+    subscriptionCharsPerSession: c.subscriptions?.chars_per_session,
     listensPerPrincipal: c.listens?.per_principal,
     listensTotal: c.listens?.total,
     batchLength: c.batch_length,

@@ -137,7 +137,9 @@ export class Listens {
       const uris = filter.resourceSubscriptions;
       // A URI named twice is one subscription, as with resources/subscribe.
       const refused =
-        uris === undefined ? undefined : subscriptionRefusal([...new Set(uris)], 0, this.limits);
+        uris === undefined
+          ? undefined
+          : subscriptionRefusal([...new Set(uris)], undefined, this.limits);
       limit = refused?.limit;
       error = refused?.error;
     }

@@ -98,7 +98,7 @@ export function createMethods(deps: MethodDeps): Record<string, MethodHandler> {
       if (session === undefined) return {};
       const held = session.subscriptions;
       if (held?.has(uri) !== true) {
-        const refused = subscriptionRefusal([uri], held?.size ?? 0, deps.limits);
+        const refused = subscriptionRefusal([uri], held, deps.limits);
         if (refused !== undefined) {
           deps.refused?.(refused.limit);
           throw refused.error;

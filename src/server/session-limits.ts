@@ -25,6 +25,8 @@ export interface ServerLimits {
   subscriptionsPerSession: number;
   /** Characters of a subscribed resource URI. */
   subscriptionUriLength: number;
+  /** Characters of all the URIs one session (2025) or one listen stream (2026-07-28) holds. */
+  subscriptionCharsPerSession: number;
   /** Open `subscriptions/listen` streams of one principal, per transport. */
   listensPerPrincipal: number;
   /** Open `subscriptions/listen` streams in total, per transport. */
@@ -62,6 +64,7 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
   sessionClientInfoChars: 16_384,
   subscriptionsPerSession: 1_000,
   subscriptionUriLength: 4_096,
+  subscriptionCharsPerSession: 65_536,
   listensPerPrincipal: 64,
   listensTotal: 1_024,
   batchLength: 100,
@@ -140,20 +143,31 @@ export function nameRefusal(
 /** The refusal of a subscription URI list (one `resources/subscribe`, or a listen filter). */
 export function subscriptionRefusal(
   uris: readonly string[],
-  alreadyHeld: number,
+  held: ReadonlySet<string> | undefined,
   limits: ServerLimits,
 ): { error: WireError; limit: string } | undefined {
   const max = limits.subscriptionUriLength;
-  for (const uri of uris)
+  let chars = 0;
+  for (const uri of uris) {
     if (uri.length > max)
       return {
         error: wireError('subscription_uri_too_long', { max, length: uri.length }),
         limit: 'subscription_uri_length',
       };
-  if (alreadyHeld + uris.length > limits.subscriptionsPerSession)
+    chars += uri.length;
+  }
+  if ((held?.size ?? 0) + uris.length > limits.subscriptionsPerSession)
     return {
       error: wireError('subscriptions_per_session', { max: limits.subscriptionsPerSession }),
       limit: 'subscriptions_per_session',
+    };
+  // Each URI may be 4096 characters and a session may hold 1,000: 20 sessions holding that took
+  // a hub +91 MiB, and a principal may have 1,000 sessions. Summed here (at most 1,000 lengths).
+  if (held !== undefined) for (const uri of held) chars += uri.length;
+  if (chars > limits.subscriptionCharsPerSession)
+    return {
+      error: wireError('subscription_chars', { max: limits.subscriptionCharsPerSession }),
+      limit: 'subscription_chars',
     };
   return undefined;
 }

@@ -27,7 +27,7 @@ import {
 const PLUGIN = `mcp.tool("p.echo", { description = "echo" }, function() return "echo" end)`;
 const LIMITS = `
 limits:
-  subscriptions: { per_session: 50 }
+  subscriptions: { per_session: 50, chars_per_session: 20000 }
   listens: { per_principal: 3, total: 5 }
 `;
 
@@ -193,6 +193,14 @@ ${LIMITS}`,
       });
       assert.equal(many.streaming, false);
       assert.match(many.error!.message, /\(limits\.subscriptions\.per_session\)/);
+      // And their characters: six URIs of ~4,000 are more than 20,000.
+      const long = Array.from({ length: 6 }, (_, i) => `p://${i}/${'z'.repeat(3990)}`);
+      const heavy = await listen(B.token, { notifications: { resourceSubscriptions: long } });
+      assert.equal(heavy.streaming, false);
+      assert.match(
+        heavy.error!.message,
+        /at most 20000 characters \(limits\.subscriptions\.chars_per_session\)/,
+      );
     } finally {
       for (const c of open) c.abort();
     }
@@ -253,11 +261,39 @@ ${LIMITS}`,
     assert.equal(outs[1]!.error!.code, -32600);
   });
 
+  it("caps the characters of a session's subscribed URIs; unsubscribing makes room", async () => {
+    // 1,000 URIs of 4,096 characters a session, 1,000 sessions a principal: 20 such sessions
+    // took a hub +91 MiB before this bound.
+    const a = (await initialize(url, A.token)).sid!;
+    const uri = (i: number) => `p://c/${i}/${'w'.repeat(3990)}`; // 3,997 characters
+    for (let i = 0; i < 5; i++)
+      assert.equal((await subscribe(url, a, A.token, uri(i))).body?.error, undefined);
+    const over = await subscribe(url, a, A.token, uri(5));
+    assert.equal(over.body?.error?.code, -32602);
+    assert.match(
+      over.body!.error!.message,
+      /at most 20000 characters \(limits\.subscriptions\.chars_per_session\); unsubscribe first/,
+    );
+    assert.equal((await subscribe(url, a, A.token, uri(2))).body?.error, undefined, 'a repeat');
+    // Another session of the same principal has its own.
+    const a2 = (await initialize(url, A.token)).sid!;
+    assert.equal((await subscribe(url, a2, A.token, uri(5))).body?.error, undefined);
+    const unsub = await inSession(url, a, A.token, {
+      jsonrpc: '2.0',
+      id: 3,
+      method: 'resources/unsubscribe',
+      params: { uri: uri(0) },
+    });
+    assert.equal(unsub.body?.error, undefined);
+    assert.equal((await subscribe(url, a, A.token, uri(5))).body?.error, undefined);
+  });
+
   it('counts each refusal by its limit', async () => {
     const text = await scrape(baseOf(url), admin);
     const n = (limit: string) => sample(text, 'moonhub_limit_refusals_total', { limit });
     assert.equal(n('subscriptions_per_session'), 2);
     assert.equal(n('subscription_uri_length'), 300);
+    assert.equal(n('subscription_chars'), 2);
     // At least one: A's retries until the hub saw its stream close count too.
     assert.ok(n('listens_per_principal') >= 1);
     assert.equal(n('listens'), 1);
