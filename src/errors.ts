@@ -101,6 +101,12 @@ export const WIRE_ERRORS = {
     message:
       'Invalid Request: the message nests objects and arrays deeper than {max} levels (limits.json.depth)',
   },
+  json_too_many_keys: {
+    code: INVALID_REQUEST,
+    status: 400,
+    message:
+      'Invalid Request: an object in the message has more than {max} members (limits.json.object_keys)',
+  },
   json_too_many_values: {
     code: INVALID_REQUEST,
     status: 400,

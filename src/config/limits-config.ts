@@ -21,7 +21,7 @@ export interface LimitsConfig {
   stdio_in_flight?: number;
   http_in_flight_per_principal?: number;
   body_bytes?: { per_principal?: number; total?: number };
-  json?: { depth?: number; containers?: number };
+  json?: { depth?: number; containers?: number; object_keys?: number };
   request_state_ttl_ms?: number;
 }
 
@@ -46,6 +46,7 @@ export interface ServerLimitSettings {
   bodyBytesTotal?: number;
   jsonDepth?: number;
   jsonContainers?: number;
+  jsonObjectKeys?: number;
   requestStateTtlMs?: number;
 }
 
@@ -71,6 +72,7 @@ export function serverLimitsOf(section: LimitsConfig | undefined): ServerLimitSe
     bodyBytesTotal: c.body_bytes?.total,
     jsonDepth: c.json?.depth,
     jsonContainers: c.json?.containers,
+    jsonObjectKeys: c.json?.object_keys,
     requestStateTtlMs: c.request_state_ttl_ms,
   };
   for (const k of Object.keys(out) as (keyof ServerLimitSettings)[])

@@ -205,7 +205,12 @@ class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
   private onBody(req: IncomingMessage, res: ServerResponse, buf: Buffer): void {
     const text = buf.toString('utf8');
     const limits = this.inbound.limits;
-    const refusal = jsonShapeRefusal(text, limits.jsonDepth, limits.jsonContainers);
+    const refusal = jsonShapeRefusal(
+      text,
+      limits.jsonDepth,
+      limits.jsonContainers,
+      limits.jsonObjectKeys,
+    );
     if (refusal !== undefined) {
       this.opts.refused?.('json');
       return sendError(res, refusal);

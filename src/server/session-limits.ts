@@ -52,6 +52,8 @@ export interface ServerLimits {
   jsonDepth: number;
   /** Objects and arrays in one message. */
   jsonContainers: number;
+  /** Members of one object in a message. */
+  jsonObjectKeys: number;
   /** How long a 2026-07-28 `requestState` is accepted after it was sealed (request-state.ts). */
   requestStateTtlMs: number;
 }
@@ -76,6 +78,7 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
   bodyBytesTotal: 256 * 1024 * 1024,
   jsonDepth: 256,
   jsonContainers: 100_000,
+  jsonObjectKeys: 10_000,
   requestStateTtlMs: DEFAULT_REQUEST_STATE_TTL_MS,
 };
 

@@ -218,7 +218,12 @@ class StdioTransport implements StdioServer, InboundFacts {
   private handleLine(text: string): void {
     if (text.trim() === '') return;
     const limits = this.inbound.limits;
-    const refusal = jsonShapeRefusal(text, limits.jsonDepth, limits.jsonContainers);
+    const refusal = jsonShapeRefusal(
+      text,
+      limits.jsonDepth,
+      limits.jsonContainers,
+      limits.jsonObjectKeys,
+    );
     if (refusal !== undefined) {
       this.opts.refused?.('json');
       return this.write(serializeWireError(null, refusal));
