@@ -8,6 +8,7 @@ import AjvDraft7 from 'ajv';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { setFlagsFromString } from 'node:v8';
 import { RegistryError } from './errors.js';
+import { linearEnum } from './linear-enum.js';
 import { linearUniqueItems } from './unique-items.js';
 
 // A schema's `pattern` runs on a client's string on the hub's thread: V8's backtracking engine
@@ -190,8 +191,8 @@ function validatorOf(schema: Record<string, unknown>): Compiled {
   const dialect = typeof schema.$schema === 'string' ? schema.$schema : '';
   const ajv =
     dialect.includes('draft-07') || dialect.includes('draft-06') || dialect.includes('draft-04')
-      ? (ajv7 ??= withLinearUniqueItems(new AjvDraft7.default(options)))
-      : (ajv2020 ??= withLinearUniqueItems(new Ajv2020(options)));
+      ? (ajv7 ??= withLinearKeywords(new AjvDraft7.default(options)))
+      : (ajv2020 ??= withLinearKeywords(new Ajv2020(options)));
   const unenforced = unenforcedPatterns(schema);
   const usable =
     unenforced.length === 0
@@ -204,8 +205,12 @@ function validatorOf(schema: Record<string, unknown>): Compiled {
   return made;
 }
 
-function withLinearUniqueItems<T extends Parameters<typeof linearUniqueItems>[0]>(ajv: T): T {
+/** ajv with `uniqueItems` and `enum` replaced by linear ones (the client sizes what they scan). */
+function withLinearKeywords<
+  T extends Parameters<typeof linearUniqueItems>[0] & Parameters<typeof linearEnum>[0],
+>(ajv: T): T {
   linearUniqueItems(ajv);
+  linearEnum(ajv);
   return ajv;
 }
 
