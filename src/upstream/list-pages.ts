@@ -26,6 +26,12 @@ export const MAX_LIST_PAGES = 100;
 export const MAX_NAME_LENGTH = 128;
 /** Characters of an upstream resource's URI or template (limits.subscriptions.uri_length's default). */
 export const MAX_URI_LENGTH = 4096;
+/**
+ * How deep an upstream tool's input or output schema may nest (objects and arrays). A schema
+ * 5,000 levels deep overflowed the stack on its way to the hub and failed the import of the
+ * whole upstream ("Maximum call stack size exceeded"); now only that tool is skipped.
+ */
+export const MAX_SCHEMA_DEPTH = 64;
 
 type Entry = Record<string, unknown>;
 
@@ -49,6 +55,18 @@ const isObject = (v: unknown): v is Entry =>
 const optString = (e: Entry, k: string) => e[k] === undefined || typeof e[k] === 'string';
 const optObject = (e: Entry, k: string) => e[k] === undefined || isObject(e[k]);
 
+/** Whether `value` nests objects and arrays deeper than `max` (iterative: any depth is safe). */
+function deeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (typeof node !== 'object' || node === null) continue;
+    if (depth > max) return true;
+    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
 function checkName(name: unknown): string | undefined {
   if (typeof name !== 'string' || name.length === 0) return 'its name is not a non-empty string';
   if (name.length > MAX_NAME_LENGTH)
@@ -67,6 +85,8 @@ function problemOf(kind: ListKind, e: unknown, paramHeaders: boolean): string | 
       return 'its inputSchema is not an object schema ({"type": "object"})';
     if (!optObject(e, 'outputSchema') || !optObject(e, 'annotations'))
       return 'its outputSchema or annotations is not an object';
+    if (deeperThan(input, MAX_SCHEMA_DEPTH) || deeperThan(e.outputSchema, MAX_SCHEMA_DEPTH))
+      return `its inputSchema or outputSchema nests deeper than ${MAX_SCHEMA_DEPTH} levels`;
     const headers = paramHeaders ? paramHeaderProblem(input) : undefined;
     if (headers !== undefined) return `its x-mcp-header declarations are invalid: ${headers}`;
     return checkName(e.name);

@@ -16,6 +16,12 @@ import { call, scratch, type Scratch } from '../reliability/helpers.js';
 
 const LONG = `t${'x'.repeat(128)}`;
 const tool = (name: unknown, inputSchema: unknown = { type: 'object' }) => ({ name, inputSchema });
+/** An object schema `levels` properties deep (two JSON levels each). */
+function deepSchema(levels: number): Record<string, unknown> {
+  let s: Record<string, unknown> = { type: 'string' };
+  for (let i = 0; i < levels; i++) s = { type: 'object', properties: { a: s } };
+  return s;
+}
 
 let fake: FakeUpstream;
 let paged: FakeUpstream;
@@ -33,6 +39,8 @@ before(async () => {
     tool(42),
     tool(LONG),
     tool('fine', { type: 'object', properties: { a: { type: 'string' } } }),
+    // Deeper than MAX_SCHEMA_DEPTH (64 JSON levels); 5,000 levels failed the whole import.
+    tool('deep', deepSchema(100)),
   ];
   fake.resources = [
     { uri: 'mem://fine', name: 'fine' },
@@ -117,6 +125,10 @@ describe("an upstream's list, entry by entry and page by page", () => {
     assert.match(log, /"entry":"bad_schema"[^\n]*inputSchema is not an object schema/);
     assert.match(log, /"entry":"\(unnamed\)"[^\n]*name is not a non-empty string/);
     assert.match(log, new RegExp(`"entry":"${LONG}"[^\\n]*longer than 128 characters`));
+    assert.match(
+      log,
+      /"entry":"deep"[^\n]*inputSchema or outputSchema nests deeper than 64 levels/,
+    );
   });
 
   it('follows nextCursor to the last page', async () => {
