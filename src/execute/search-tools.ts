@@ -6,6 +6,7 @@
 import { failureResult, type Registry } from '../registry/registry.js';
 import { toJsonText } from '../registry/results.js';
 import type { CallContext, ToolInfo, ToolResult } from '../registry/types.js';
+import type { RefusalReport } from '../lua-api/inner-refusals.js';
 
 export const SEARCH_OWNER = 'builtin:search_tools';
 const DEFAULT_LIMIT = 10;
@@ -54,15 +55,13 @@ function score(tool: ToolInfo, query: readonly string[]): number {
   return total;
 }
 
-/** The bounds of a query (`execute.search_query_chars`, `execute.search_query_words`). */
+/** The bounds of a query (`execute.search_query_chars`, `execute.search_query_words`; defaults in options.ts). */
 export interface SearchBounds {
   queryChars: number;
   queryWords: number;
   /** Told of a refused query (the hub's `moonhub_limit_refusals_total`). */
-  onRefused?: (limit: string, count: number) => void;
+  onRefused?: RefusalReport;
 }
-
-export const DEFAULT_SEARCH_BOUNDS: SearchBounds = { queryChars: 1000, queryWords: 16 };
 
 /** The input schema of `search_tools`; its description tells the query's bounds. */
 export function searchInputSchema(bounds: SearchBounds): Record<string, unknown> {
@@ -90,10 +89,7 @@ export function searchInputSchema(bounds: SearchBounds): Record<string, unknown>
  * query of 100,000 words over 1,000 tools held it 8 s (a megabyte of one-letter words, 22 s).
  * Both the query's characters and its different words are bounded.
  */
-export function searchToolsHandler(
-  registry: Registry,
-  bounds: SearchBounds = DEFAULT_SEARCH_BOUNDS,
-) {
+export function searchToolsHandler(registry: Registry, bounds: SearchBounds) {
   return async (args: Record<string, unknown>, ctx: CallContext): Promise<ToolResult> => {
     const text = String(args.query ?? '');
     if (text.length > bounds.queryChars) {

@@ -19,10 +19,6 @@ export interface UriTemplate {
 }
 type Compiled = UriTemplate;
 
-/** Compiled templates; templates come from plugins and upstreams, so the cache is bounded. */
-const compiled = new Map<string, Compiled>();
-const MAX_COMPILED = 4096;
-
 export function isTemplate(uri: string): boolean {
   VAR.lastIndex = 0;
   const found = VAR.test(uri);
@@ -31,16 +27,7 @@ export function isTemplate(uri: string): boolean {
   return found;
 }
 
-function compile(template: string): Compiled {
-  let c = compiled.get(template);
-  if (c) return c;
-  c = parseTemplate(template);
-  if (compiled.size >= MAX_COMPILED) compiled.clear();
-  compiled.set(template, c);
-  return c;
-}
-
-/** Takes `template` apart (callers that hold many templates keep the result with each). */
+/** Takes `template` apart (the resource shelf keeps the result with each template entry). */
 export function parseTemplate(template: string): UriTemplate {
   const literals: string[] = [];
   const names: string[] = [];
@@ -90,7 +77,7 @@ function endTables(uri: string, c: Compiled): Int32Array[] {
 }
 
 export function matchTemplate(template: string, uri: string): Record<string, string> | undefined {
-  return matchParsed(compile(template), uri);
+  return matchParsed(parseTemplate(template), uri);
 }
 
 /**
