@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { localError, type WireError } from '../errors.js';
 import {
   newSessionState,
+  resetSubscriptions,
   type SessionBus,
   type SessionLayer,
   type SessionRecord,
@@ -19,6 +20,7 @@ import {
   type RefusalCounter,
   type ServerLimits,
 } from './session-limits.js';
+import { SubscriberIndex } from './subscriber-index.js';
 
 /** A 2025 HTTP session (the in-process session layer's record). */
 export type LegacySession = SessionRecord;
@@ -35,6 +37,8 @@ export class LegacySessionStore implements SessionLayer {
   readonly limits: ServerLimits;
   private readonly refused: RefusalCounter | undefined;
   private readonly sweeper: NodeJS.Timeout;
+  /** Resource URI → the sessions subscribed to it (the bus's fan-out). */
+  private readonly subscribers = new SubscriberIndex<LegacySession>();
 
   constructor(opts: SessionStoreOptions = {}) {
     this.limits = resolveLimits({
@@ -69,11 +73,11 @@ export class LegacySessionStore implements SessionLayer {
       return true;
     },
     resourceUpdated: (uri, json) => {
+      const subscribers = this.subscribers.of(uri);
+      if (subscribers === undefined) return;
       let note: string | undefined;
-      for (const session of this.index.values()) {
-        if (session.subscriptions?.has(uri) && session.stream !== undefined)
-          session.stream.send((note ??= json()));
-      }
+      for (const session of subscribers)
+        if (session.stream !== undefined) session.stream.send((note ??= json()));
     },
   };
 
@@ -94,6 +98,7 @@ export class LegacySessionStore implements SessionLayer {
     session.lastSeen = now;
     session.stream = undefined;
     session.principal = principal;
+    session.subscribers = this.subscribers;
     this.index.add(session);
     return session;
   }
@@ -152,5 +157,6 @@ export class LegacySessionStore implements SessionLayer {
     s.stream?.end();
     s.stream = undefined;
     s.resumable?.clear();
+    resetSubscriptions(s, undefined);
   }
 }

@@ -20,6 +20,7 @@ import {
   type RefusalCounter,
   type ServerLimits,
 } from './session-limits.js';
+import { SubscriberIndex } from './subscriber-index.js';
 
 /** Default cap on open subscriptions per transport (HTTP server or stdio connection). */
 export const DEFAULT_MAX_LISTENS = DEFAULT_LIMITS.listensTotal;
@@ -112,6 +113,12 @@ export class Listens {
   private readonly byKey = new Map<JsonRpcId, Subscription>();
   /** Open streams per principal: one client at its cap refuses only itself. */
   private readonly perPrincipal = new Map<string, number>();
+  /**
+   * Resource URI → the open streams asking for it, behind one registry listener: an update is
+   * told to its listeners without a call per open stream.
+   */
+  private readonly subscribers = new SubscriberIndex<(uri: string) => void>();
+  private offUpdates: (() => void) | undefined;
 
   constructor(
     private readonly fanout: ListChangedFanout,
@@ -203,11 +210,18 @@ export class Listens {
     }
     if (uris !== undefined) {
       const wanted = new Set(uris);
-      removers.push(
-        this.onResourceUpdated((uri) => {
-          if (wanted.has(uri)) writer.send(frames.updated(uri));
-        }),
-      );
+      const tell = (uri: string) => writer.send(frames.updated(uri));
+      for (const uri of wanted) this.subscribers.add(uri, tell);
+      this.offUpdates ??= this.onResourceUpdated((uri) => {
+        const tells = this.subscribers.of(uri);
+        if (tells !== undefined) for (const t of tells) t(uri);
+      });
+      removers.push(() => {
+        for (const uri of wanted) this.subscribers.delete(uri, tell);
+        if (this.subscribers.size > 0) return;
+        this.offUpdates?.();
+        this.offUpdates = undefined;
+      });
     }
     removers.push(
       this.fanout.add({

@@ -18,7 +18,7 @@ import {
   MODERN_PROTOCOL_VERSIONS,
   type Implementation,
 } from './protocol.js';
-import type { RequestScope } from './session.js';
+import { subscriptionsOf, type RequestScope } from './session.js';
 import { subscriptionRefusal, type RefusalCounter, type ServerLimits } from './session-limits.js';
 
 /** One dispatched request, as its method sees it. */
@@ -104,7 +104,7 @@ export function createMethods(deps: MethodDeps): Record<string, MethodHandler> {
           throw refused.error;
         }
       }
-      (session.subscriptions ??= new Set()).add(uri);
+      subscriptionsOf(session).add(uri);
       return {};
     },
     'resources/unsubscribe': (call) => {

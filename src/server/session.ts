@@ -13,6 +13,7 @@ import type { ResumableStreams, StreamMirror } from './resumable.js';
 import type { SseStream } from './sse.js';
 import type { Abortable } from './abort.js';
 import { LATEST_LEGACY_VERSION } from './protocol.js';
+import { IndexedSubscriptions, type SubscriberIndex } from './subscriber-index.js';
 
 /** A 2025-era request the server sent the client and the client has not answered yet. */
 export interface OutgoingRequest {
@@ -38,8 +39,13 @@ export interface SessionState {
   readonly inflight: IdTable<Abortable, JsonRpcId>;
   /** Requests this server sent the client (sampling, elicitation), made at the first one. */
   outgoing?: Map<JsonRpcId, OutgoingRequest>;
-  /** Resource URIs the client subscribed to, made at the first subscription. */
+  /**
+   * Resource URIs the client subscribed to, made at the first subscription (`subscriptionsOf`):
+   * indexed by its store when the session has one, so an update reaches only its subscribers.
+   */
   subscriptions?: Set<string>;
+  /** The store's index of subscribers; unset for stdio and once the session has ended. */
+  subscribers?: SubscriberIndex<SessionState>;
   /**
    * Cluster modes: where server-to-client request ids come from and where a client's answer
    * goes when the request waits in another process (`cluster/answers.ts`). Absent: in-process.
@@ -74,6 +80,32 @@ export function newSessionState(
     principal: undefined,
     inflight: new IdTable(),
   };
+}
+
+/** The session's subscribed URIs, made (and tied to its store's index) at the first use. */
+export function subscriptionsOf(session: SessionState): Set<string> {
+  return (session.subscriptions ??=
+    session.subscribers === undefined
+      ? new Set()
+      : new IndexedSubscriptions(session.subscribers, session));
+}
+
+/**
+ * Replaces the session's subscriptions (a copy read from a shared record) and the index with
+ * them; `undefined` drops them and unties the session from its index (an ended session).
+ */
+export function resetSubscriptions(
+  session: SessionState,
+  uris: Iterable<string> | undefined,
+): void {
+  session.subscriptions?.clear();
+  session.subscriptions = undefined;
+  if (uris === undefined) {
+    session.subscribers = undefined;
+    return;
+  }
+  const held = subscriptionsOf(session);
+  for (const uri of uris) held.add(uri);
 }
 
 /** One 2025 HTTP session record: the state plus its streams. */

@@ -18,8 +18,10 @@ import { channels, onTopic, type TopicPayloads } from '../cluster/topics.js';
 import type { LegacySessionStore } from './legacy-sessions.js';
 import type { SharedStreams } from './shared-streams.js';
 import { SessionFreshness } from './session-freshness.js';
+import { SubscriberIndex } from './subscriber-index.js';
 import {
   newSessionState,
+  resetSubscriptions,
   type PeerRouter,
   type SessionBus,
   type SessionLayer,
@@ -52,6 +54,8 @@ type SessionMessage = { json: string };
 export class SharedSessionLayer implements SessionLayer, SharedSessions {
   /** Local copies of sessions other processes opened (caches of their records). */
   private readonly adopted = new Map<string, SessionRecord>();
+  /** Resource URI → the adopted copies subscribed to it (the local store indexes its own). */
+  private readonly adoptedSubscribers = new SubscriberIndex<SessionRecord>();
   private readonly written = new WeakMap<SessionRecord, Written>();
   private readonly sweeper: NodeJS.Timeout;
   private readonly busyToucher: NodeJS.Timeout;
@@ -102,9 +106,10 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     resourceUpdated: (uri, json) => {
       // Every process replays the update (registry bridge); each tells the streams it holds.
       this.local.bus.resourceUpdated(uri, json);
+      const subscribers = this.adoptedSubscribers.of(uri);
+      if (subscribers === undefined) return;
       let note: string | undefined;
-      for (const s of this.adopted.values())
-        if (s.subscriptions?.has(uri) && s.stream !== undefined) s.stream.send((note ??= json()));
+      for (const s of subscribers) if (s.stream !== undefined) s.stream.send((note ??= json()));
     },
   };
 
@@ -192,7 +197,7 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     s.principal = rec.principal;
     s.logLevel = rec.logLevel;
     s.clientCapabilities = rec.clientCapabilities;
-    s.subscriptions = new Set(rec.subscriptions);
+    resetSubscriptions(s, rec.subscriptions);
     this.written.set(s, snapshot(s));
     // Fresh only if no change was announced while the read was under way.
     this.fresh.settle(id, token);
@@ -314,6 +319,7 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     s.stream = undefined;
     s.peerRouter = this.opts.answers;
     s.streamMirror = this.opts.streams.forSession(id);
+    s.subscribers = this.adoptedSubscribers;
     this.adopted.set(id, s);
     return s;
   }
@@ -418,6 +424,7 @@ function end(s: SessionRecord): void {
   s.stream?.end();
   s.stream = undefined;
   s.resumable?.clear();
+  resetSubscriptions(s, undefined);
 }
 
 /** Resolves after the I/O already waiting in this turn of the event loop has been handled. */
