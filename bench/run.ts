@@ -150,6 +150,11 @@ async function main(): Promise<number> {
       extra.idleSessions = await measureIdleSessions(procs, log);
       await stopAll();
     }
+    // The session scale points: in full runs, or named by --only (--only=session-scale).
+    if (partial && f.only?.has('session-scale')) {
+      extra.sessions = await measureSessionScale([1, 100, 10_000], 2, procs, log);
+      await stopAll();
+    }
     // Hot reload latency: in full runs, or named by --only (--only=reload).
     if (partial && f.only?.has('reload')) {
       extra.reload = await measureReload(15, procs, log);

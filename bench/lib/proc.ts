@@ -44,10 +44,12 @@ export function rssOf(pid: number | undefined): number {
 
 const TICK_MS = 1000 / 100; // Linux reports CPU times in USER_HZ ticks, 100 per second.
 
-export function cpuMsOf(pid: number | undefined): number {
+/** CPU time of process `pid` (or of its thread `tid`: the main thread's tid is the pid), in ms. */
+export function cpuMsOf(pid: number | undefined, tid?: number): number {
   if (pid === undefined) return 0;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const path = tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`;
+    const stat = readFileSync(path, 'utf8');
     // Fields after the command name (which may hold spaces) start after the last ')'.
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(f[11]) + Number(f[12])) * TICK_MS;

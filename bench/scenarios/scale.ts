@@ -1,11 +1,12 @@
 /**
  * Scale curves: hubs holding 10 / 1,000 / 10,000 registered tools (tools/list and tools/call
  * throughput, start time, RSS), and one hub holding 1 / 100 / 10,000 open 2025 sessions (memory
- * per session after GC, tools/call throughput in one of them).
+ * per session after GC, tools/call throughput in one of them, the hub thread's cost of a resource
+ * update nobody subscribed to).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startHub, type HeapReport, type Proc } from '../lib/proc.js';
+import { cpuMsOf, startHub, type HeapReport, type Proc } from '../lib/proc.js';
 import { newRow, type Row } from '../lib/rows.js';
 import { echoCall, openSession, resultOf, send, spec, type RequestSpec } from '../lib/rpc.js';
 import { runWrk } from '../lib/wrk.js';
@@ -87,6 +88,45 @@ export interface SessionScalePoint {
   heapBytesPerSession: number;
   rssBytesPerSession: number;
   callRps: number;
+  /** The hub's main-thread CPU per `mcp.resource_updated` nobody at this point subscribed to. */
+  updateUs: number;
+}
+
+/** A plugin with `burst(n)`: n `mcp.resource_updated` calls of a URI no session holds. */
+function updatesPlugin(): string {
+  const dir = scratchDir('updates');
+  writeFileSync(
+    join(dir, 'updates.lua'),
+    [
+      'mcp.resource("bench://hot", { name = "hot" }, function() return "hot" end)',
+      'mcp.tool("burst", { input_schema = { type = "object" } }, function(p)',
+      '  for _ = 1, p.n do mcp.resource_updated("bench://hot") end',
+      '  return tostring(p.n)',
+      'end)',
+      '',
+    ].join('\n'),
+  );
+  return dir;
+}
+
+/** Updates a point measures: the plugin's whole rate (the default, 1,000 a second), twice. */
+const UPDATE_BURSTS = 2;
+const UPDATES_PER_BURST = 1000;
+
+/** Hub-thread µs per resource update (sent by the plugin, told to whoever subscribed). */
+async function updateCostUs(hub: Proc): Promise<number> {
+  const pid = hub.child.pid;
+  const burst = spec(hub.url, 'modern', 'tools/call', {
+    name: 'burst',
+    arguments: { n: UPDATES_PER_BURST },
+  });
+  const before = cpuMsOf(pid, pid);
+  for (let i = 0; i < UPDATE_BURSTS; i++) {
+    resultOf(await send(burst, 1));
+    // The updates reach the hub's thread after the answer; the plugin's rate refills in 1 s.
+    await new Promise((r) => setTimeout(r, 1100));
+  }
+  return Math.round(((cpuMsOf(pid, pid) - before) * 1000) / (UPDATE_BURSTS * UPDATES_PER_BURST));
 }
 
 /** Opens sessions `concurrency` at a time until `total` are open. */
@@ -118,7 +158,7 @@ export async function measureSessionScale(
     JSON.stringify({ limits: { sessions: { total: most + 100, per_principal: most + 100 } } }),
   );
   const hub = await startHub('moonhub-sessions', {
-    plugins: [ECHO_PLUGINS],
+    plugins: [ECHO_PLUGINS, updatesPlugin()],
     watch: false,
     probe: true,
     config,
@@ -131,8 +171,12 @@ export async function measureSessionScale(
     open = open.concat(await openSessions(hub.url, n - open.length));
     const call = echoCall(hub.url, 'legacy', open[0]);
     // The first point warms the hub up, so later points measure sessions, not JIT code.
-    if (prev === undefined) await runWrk(call, { connections: 50, seconds });
+    if (prev === undefined) {
+      await runWrk(call, { connections: 50, seconds });
+      await updateCostUs(hub);
+    }
     const sample = await runWrk(call, { connections: 50, seconds });
+    const updateUs = await updateCostUs(hub);
     const heap = await hub.heap();
     const added = prev === undefined ? 0 : n - prev.sessions;
     const per = (now: number, then: number | undefined) =>
@@ -144,8 +188,11 @@ export async function measureSessionScale(
       heapBytesPerSession: per(heap.heapUsed, prev?.heap.heapUsed),
       rssBytesPerSession: per(heap.rss, prev?.heap.rss),
       callRps: Math.round(sample.rps),
+      updateUs,
     });
-    log(`scale: ${n} sessions, heap ${points.at(-1)!.heapUsedMB} MB`);
+    log(
+      `scale: ${n} sessions, heap ${points.at(-1)!.heapUsedMB} MB, ${updateUs} µs of the hub's thread a resource update`,
+    );
     prev = { sessions: n, heap };
   }
   return points;
