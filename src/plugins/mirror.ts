@@ -75,7 +75,12 @@ export function mirrorEntry(
         plugin.invoke('tool', name, args, ctx, timeoutMs) as Promise<ToolResult>,
     );
     if (isDirectPlugin(plugin)) targets.set(handler, { plugin, timeoutMs });
-    registry.addTool(owner, { ...(spec as unknown as ToolSpec), handler }, { schemaChecked: true });
+    // The worker compiled the schema at mcp.tool and checks each call's arguments (plugin-worker.ts).
+    registry.addTool(
+      owner,
+      { ...(spec as unknown as ToolSpec), handler },
+      { validation: 'worker' },
+    );
     return;
   }
   const key = kind === 'prompt' ? String(spec.name) : String(spec.uriTemplate);

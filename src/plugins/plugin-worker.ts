@@ -19,7 +19,7 @@ import { useUpstreams } from '../upstream/manager.js';
 import { RemoteUpstreams } from './remote-upstreams.js';
 import { attachState, lazyField } from '../registry/lazy-fields.js';
 import { IdTable } from '../id-table.js';
-import type { CallContext, CallPeer, ToolEntry } from '../registry/types.js';
+import type { CallContext, CallPeer } from '../registry/types.js';
 import { findModule } from './find-module.js';
 import { RemoteRegistry, remoteView, syncLink, type HubLink } from './remote-registry.js';
 import { MessageBatch, isBundle } from './message-batch.js';
@@ -211,9 +211,11 @@ async function run(msg: Extract<ToWorker, { type: 'invoke' }>, call: WorkerCall)
   const ctx = contextOf(msg, call);
   switch (msg.kind) {
     case 'tool': {
-      const entry: ToolEntry | undefined = registry.getTool(msg.name);
-      if (!entry) throw new Error(`Unknown tool: ${msg.name}`);
-      return entry.handler(msg.input as Record<string, unknown>, ctx);
+      const tool = registry.findTool(msg.name);
+      if (!tool) throw new Error(`Unknown tool: ${msg.name}`);
+      // The hub mirrors the tool without its compiled schema: its arguments are checked here.
+      const input = msg.input as Record<string, unknown>;
+      return registry.refusedArguments(tool, input) ?? tool.entry.handler(input, ctx);
     }
     case 'prompt': {
       const entry = registry.getPromptEntry(msg.name);

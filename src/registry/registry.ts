@@ -14,7 +14,12 @@ import {
   type DefinitionWarningListener,
   type ResourceUpdateListener,
 } from './registry-events.js';
-import { compileValidator, deferredValidator, type ArgumentValidator } from './schema.js';
+import {
+  MAX_COMPILED_SCHEMA_MEMBERS,
+  toolValidator,
+  type ArgumentValidation,
+  type ArgumentValidator,
+} from './schema.js';
 import { uncallableWarning, type CallableBounds } from './callable-bounds.js';
 import { failureResult } from './tool-results.js';
 import type {
@@ -165,21 +170,25 @@ export class Registry {
   // ---- tools ---------------------------------------------------------------------------------
 
   /**
-   * `opts.schemaChecked`: the schema was compiled where the tool was registered (a plugin's
-   * worker), so its compile here waits for the first call (schema.ts, deferredValidator).
+   * `opts.validation`: where the tool's arguments are checked and when the hub compiles its
+   * schema (schema.ts, toolValidator): now, at the first call (upstreams), or never (a plugin
+   * worker's tool, which the worker checks).
    */
-  addTool(owner: string, spec: ToolSpec, opts?: { schemaChecked?: boolean }): void {
+  addTool(owner: string, spec: ToolSpec, opts?: { validation?: ArgumentValidation }): void {
     if (!spec.name) throw new RegistryError('invalid_definition', 'a tool needs a non-empty name');
     this.checkCallable(owner, 'tool', spec.name);
     const what = `tool '${spec.name}'`;
-    const validate = opts?.schemaChecked
-      ? deferredValidator(spec.inputSchema, what)
-      : compileValidator(spec.inputSchema, what);
+    const validate = toolValidator(spec.inputSchema, what, opts?.validation);
     if (validate.unenforced)
       this.events.definitionWarning(
         owner,
-        `tool '${spec.name}': input_schema pattern(s) ${validate.unenforced.map((p) => `/${p}/`).join(', ')} ` +
+        `${what}: input_schema pattern(s) ${validate.unenforced.map((p) => `/${p}/`).join(', ')} ` +
           'cannot be matched in linear time (lookaround, backreference or u-flag syntax) and are not enforced by the hub',
+      );
+    if (validate.tooLarge)
+      this.events.definitionWarning(
+        owner,
+        `${what}: input_schema has more than ${MAX_COMPILED_SCHEMA_MEMBERS} members and is not enforced by the hub (the tool checks its own input)`,
       );
     const info: ToolInfo = {
       name: spec.name,
@@ -262,6 +271,15 @@ export class Registry {
     return this.callResolved(tool, args, ctx, filter);
   }
 
+  /** The result refusing `args` when `tool`'s input schema does not take them, else undefined. */
+  refusedArguments(tool: ResolvedTool, args: Record<string, unknown>): ToolResult | undefined {
+    const slot = tool as ToolSlot;
+    const problem = slot.validate(args);
+    return problem === undefined
+      ? undefined
+      : failureResult(`Invalid arguments for tool '${slot.info.name}': ${problem}`);
+  }
+
   /** Calls a tool `findTool` resolved (in the same view `filter`). */
   async callResolved(
     tool: ResolvedTool,
@@ -269,14 +287,11 @@ export class Registry {
     ctx: CallContext,
     filter?: OwnerFilter,
   ): Promise<ToolResult> {
-    const slot = tool as ToolSlot;
     const input = args ?? {};
-    const problem = slot.validate(input);
-    if (problem !== undefined) {
-      return failureResult(`Invalid arguments for tool '${slot.info.name}': ${problem}`);
-    }
+    const refused = this.refusedArguments(tool, input);
+    if (refused !== undefined) return refused;
     try {
-      return await slot.entry.handler(input, withView(ctx, filter));
+      return await tool.entry.handler(input, withView(ctx, filter));
     } catch (err) {
       return failureResult(err instanceof Error ? err.message : String(err));
     }

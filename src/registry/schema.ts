@@ -56,9 +56,14 @@ const options = {
   validateFormats: false,
   code: { regExp: linearRegExp },
 } as const;
-type Compiler = { compile(schema: object): ValidateFunction };
-let ajv2020: Compiler | undefined;
-let ajv7: Compiler | undefined;
+type Ajv = {
+  compile(schema: object): ValidateFunction;
+  validateSchema(schema: object): boolean | Promise<unknown>;
+  errors?: ErrorObject[] | null;
+  errorsText(errors?: ErrorObject[] | null): string;
+};
+let ajv2020: Ajv | undefined;
+let ajv7: Ajv | undefined;
 /**
  * An ajv instance keeps every schema it compiled (its cache and its code scope hold them), so
  * a plugin re-registering tools, or an upstream re-listed on every list_changed, grew the hub's
@@ -79,6 +84,8 @@ const COMPILED_KEPT = 1024;
 export type ArgumentValidator = ((args: unknown) => string | undefined) & {
   /** The schema's patterns the hub does not enforce (not runnable in linear time). */
   readonly unenforced?: readonly string[];
+  /** The schema is past MAX_COMPILED_SCHEMA_MEMBERS: the hub does not enforce it. */
+  readonly tooLarge?: true;
 };
 
 /** Compiles `schema`; throws `invalid_definition` naming what is wrong with it. */
@@ -98,23 +105,105 @@ export function compileValidator(schema: Record<string, unknown>, what: string):
   return unenforced.length > 0 ? Object.assign(check, { unenforced }) : check;
 }
 
+export type ArgumentValidation =
+  /** Compiled at registration (in-process plugins, the hub's own tools). */
+  | 'now'
+  /** Checked against the meta-schema at registration, compiled at the first call (upstreams). */
+  | 'deferred'
+  /** Checked and compiled in the plugin's worker, which also checks each call's arguments. */
+  | 'worker';
+
 /**
- * A validator for a schema that was already compiled where it was registered (a plugin's worker
- * refuses an invalid one at its `mcp.tool`): the patterns it does not enforce are found now, the
- * compile waits for the tool's first call. A plugin registering many new schemas (a catalogue of
- * 10,000 tools at each reload, or fresh definitions in a loop) used to make the hub's thread
- * compile every one of them as the registrations arrived: ~0.4 ms each, 1.5-1.8 s of /healthz
- * waiting on the loaded machine. Now the hub compiles only the tools clients call, once each.
+ * Members of a schema (objects, arrays and their entries) the hub compiles for one tool. ajv's
+ * compile is ~0.1 ms a member on a slow machine, more than linear past a few thousand, and past
+ * ~8,000 its generated code overflowed the stack: a schema of 2,000 properties held the hub's
+ * thread 3.4 s at its tool's first call, and 0.5 s again at each later one. A larger schema is
+ * not enforced by the hub (the upstream checks its own input), with a warning.
  */
-export function deferredValidator(
+export const MAX_COMPILED_SCHEMA_MEMBERS = 2_000;
+
+/**
+ * The validator of a tool registered on the hub by `how` ('now' compiles here and now). A
+ * plugin registering many new schemas, or an upstream listing thousands of tools with distinct
+ * ones (2,000 small ones: 2.3 s) at every import, held the hub's thread for the compile of each.
+ * Now the hub compiles an upstream's tool at its first call, once, and never a plugin worker's:
+ * the worker compiled it at `mcp.tool` and checks every call's arguments itself.
+ */
+export function toolValidator(
   schema: Record<string, unknown>,
   what: string,
+  how: ArgumentValidation = 'now',
 ): ArgumentValidator {
-  let check: ArgumentValidator | undefined;
-  const deferred = (args: unknown): string | undefined =>
-    (check ??= compileValidator(schema, what))(args);
+  if (how === 'now') return compileValidator(schema, what);
   const unenforced = unenforcedPatterns(schema);
-  return unenforced.length > 0 ? Object.assign(deferred, { unenforced }) : deferred;
+  const members = schemaMembers(schema, MAX_COMPILED_SCHEMA_MEMBERS);
+  const tooLarge = members > MAX_COMPILED_SCHEMA_MEMBERS;
+  let check: ((args: unknown) => string | undefined) | undefined;
+  if (how === 'worker' || tooLarge) check = () => undefined;
+  else metaCheck(schema, what);
+  let failed: string | undefined;
+  const deferred = (args: unknown): string | undefined => {
+    if (check === undefined && failed === undefined) {
+      try {
+        check = compileValidator(schema, what);
+      } catch (err) {
+        // Kept: compiling again at every call would cost the hub's thread each time.
+        failed = `its input schema could not be compiled here: ${(err as Error).message}`;
+      }
+    }
+    return failed ?? check!(args);
+  };
+  const extra: { unenforced?: string[]; tooLarge?: true } = {};
+  if (unenforced.length > 0) extra.unenforced = unenforced;
+  if (tooLarge && how === 'deferred') extra.tooLarge = true;
+  return Object.assign(deferred, extra);
+}
+
+/** Members of `schema` counted up to `stopAfter` + 1 (a walk, not a recursion). */
+function schemaMembers(schema: unknown, stopAfter: number): number {
+  let count = 0;
+  const stack: unknown[] = [schema];
+  while (stack.length > 0 && count <= stopAfter) {
+    const node = stack.pop();
+    if (typeof node !== 'object' || node === null) continue;
+    for (const value of Array.isArray(node) ? node : Object.values(node as object)) {
+      count++;
+      if (typeof value === 'object' && value !== null) stack.push(value);
+    }
+  }
+  return count;
+}
+
+/**
+ * Instances that only check schemas against their meta-schema, never replaced: an instance
+ * compiles its meta-schema at its first check (~150 ms of the hub's thread on a slow machine),
+ * which the compiling instances would pay again each time they are replaced.
+ */
+let meta2020: Ajv | undefined;
+let meta7: Ajv | undefined;
+
+function metaFor(schema: Record<string, unknown>): Ajv {
+  return olderDraft(schema)
+    ? (meta7 ??= new AjvDraft7.default(options))
+    : (meta2020 ??= new Ajv2020(options));
+}
+
+/**
+ * Compiles the 2020-12 meta-schema now (an upstream proxy calls it as it starts), so the first
+ * import's turn does not pay for it as well.
+ */
+export function prepareSchemaChecks(): void {
+  metaFor({}).validateSchema({});
+}
+
+/** Refuses (`invalid_definition`) a schema that its dialect's meta-schema refuses. */
+function metaCheck(schema: Record<string, unknown>, what: string): void {
+  const ajv = metaFor(schema);
+  if (ajv.validateSchema(schema) === true) return;
+  throw new RegistryError(
+    'invalid_definition',
+    `${what}: input_schema is not a valid JSON Schema: ${ajv.errorsText(ajv.errors)}`,
+  );
 }
 
 /** Nodes of a schema looked at for patterns; past it the rest goes unnamed (ajv still compiled it). */
@@ -188,11 +277,7 @@ function validatorOf(schema: Record<string, unknown>): Compiled {
     compiles = 1;
     ajv2020 = ajv7 = undefined;
   }
-  const dialect = typeof schema.$schema === 'string' ? schema.$schema : '';
-  const ajv =
-    dialect.includes('draft-07') || dialect.includes('draft-06') || dialect.includes('draft-04')
-      ? (ajv7 ??= withLinearKeywords(new AjvDraft7.default(options)))
-      : (ajv2020 ??= withLinearKeywords(new Ajv2020(options)));
+  const ajv = ajvFor(schema);
   const unenforced = unenforcedPatterns(schema);
   const usable =
     unenforced.length === 0
@@ -203,6 +288,20 @@ function validatorOf(schema: Record<string, unknown>): Compiled {
   compiled.set(key, made);
   if (compiled.size > COMPILED_KEPT) compiled.delete(compiled.keys().next().value!);
   return made;
+}
+
+/** The ajv instance of the schema's dialect (2020-12 unless `$schema` names an older draft). */
+function ajvFor(schema: Record<string, unknown>): Ajv {
+  return olderDraft(schema)
+    ? (ajv7 ??= withLinearKeywords(new AjvDraft7.default(options)))
+    : (ajv2020 ??= withLinearKeywords(new Ajv2020(options)));
+}
+
+function olderDraft(schema: Record<string, unknown>): boolean {
+  const dialect = typeof schema.$schema === 'string' ? schema.$schema : '';
+  return (
+    dialect.includes('draft-07') || dialect.includes('draft-06') || dialect.includes('draft-04')
+  );
 }
 
 /** ajv with `uniqueItems` and `enum` replaced by linear ones (the client sizes what they scan). */

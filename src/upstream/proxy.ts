@@ -16,6 +16,7 @@ import type {
   ToolResult,
 } from '../registry/types.js';
 import { globMatch } from '../registry/glob.js';
+import { prepareSchemaChecks } from '../registry/schema.js';
 import { UpstreamConnection, type RequestExtras } from './connection.js';
 import type { ProxyOptions, ProxyStatus } from './proxy-options.js';
 import { UpstreamRelay } from './relay.js';
@@ -133,6 +134,8 @@ export class UpstreamProxy {
 
   /** Connects in the background; an unreachable upstream is retried and reported, never fatal. */
   start(): void {
+    // In a turn of its own, before the lists arrive: the import then checks schemas at once.
+    setImmediate(prepareSchemaChecks);
     this.connection.start();
   }
 
@@ -288,11 +291,16 @@ export class UpstreamProxy {
   private registerTool(info: ToolInfo, upstreamName: string): boolean {
     const name = info.name;
     try {
-      this.registry.addTool(this.owner, {
-        ...info,
-        timeoutMs: this.opts.timeoutMs,
-        handler: (args, ctx) => this.callTool(name, upstreamName, args, ctx),
-      });
+      // Compiled at the tool's first call: an import of thousands of new schemas held the hub.
+      this.registry.addTool(
+        this.owner,
+        {
+          ...info,
+          timeoutMs: this.opts.timeoutMs,
+          handler: (args, ctx) => this.callTool(name, upstreamName, args, ctx),
+        },
+        { validation: 'deferred' },
+      );
     } catch (err) {
       // An upstream schema our validator cannot compile: keep the tool out, say why.
       this.logger.warn(

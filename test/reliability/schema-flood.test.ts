@@ -3,8 +3,8 @@
  * catalogue at each reload): its worker compiles each one to refuse a bad schema at `mcp.tool`,
  * and the hub's thread used to compile each one again as the registration arrived, up to 1024
  * in one turn (~0.4 ms each on an idle machine): /healthz waited 1.5-1.8 s on a loaded one. The
- * hub now compiles a mirrored tool's schema at its first call (schema.ts, deferredValidator), so
- * the flood costs the hub's thread only the bookkeeping, and the schemas still hold.
+ * hub no longer compiles a worker's tool schema (the worker checks the arguments; schema.ts,
+ * toolValidator), so the flood costs the hub's thread only the bookkeeping, and the schemas hold.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
