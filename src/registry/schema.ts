@@ -136,27 +136,37 @@ export function toolValidator(
 ): ArgumentValidator {
   if (how === 'now') return compileValidator(schema, what);
   const unenforced = unenforcedPatterns(schema);
-  const members = schemaMembers(schema, MAX_COMPILED_SCHEMA_MEMBERS);
-  const tooLarge = members > MAX_COMPILED_SCHEMA_MEMBERS;
+  const extra = unenforced.length > 0 ? { unenforced } : {};
+  if (how === 'worker') return Object.assign(() => undefined, extra);
+  if (tooLargeToCompile(schema))
+    return Object.assign(() => undefined, extra, { tooLarge: true as const });
+  metaCheck(schema, what);
+  return Object.assign(compiledAtFirstCall(schema, what), extra);
+}
+
+/** Whether `schema` is past MAX_COMPILED_SCHEMA_MEMBERS, which the hub does not compile. */
+export function tooLargeToCompile(schema: unknown): boolean {
+  return schemaMembers(schema, MAX_COMPILED_SCHEMA_MEMBERS) > MAX_COMPILED_SCHEMA_MEMBERS;
+}
+
+/** A validator that compiles `schema` at its first use; a failed compile is kept, not retried. */
+function compiledAtFirstCall(
+  schema: Record<string, unknown>,
+  what: string,
+): (args: unknown) => string | undefined {
   let check: ((args: unknown) => string | undefined) | undefined;
-  if (how === 'worker' || tooLarge) check = () => undefined;
-  else metaCheck(schema, what);
   let failed: string | undefined;
-  const deferred = (args: unknown): string | undefined => {
+  return (args) => {
     if (check === undefined && failed === undefined) {
       try {
         check = compileValidator(schema, what);
       } catch (err) {
-        // Kept: compiling again at every call would cost the hub's thread each time.
+        // Compiling again at every call would cost the hub's thread each time.
         failed = `its input schema could not be compiled here: ${(err as Error).message}`;
       }
     }
     return failed ?? check!(args);
   };
-  const extra: { unenforced?: string[]; tooLarge?: true } = {};
-  if (unenforced.length > 0) extra.unenforced = unenforced;
-  if (tooLarge && how === 'deferred') extra.tooLarge = true;
-  return Object.assign(deferred, extra);
 }
 
 /** Members of `schema` counted up to `stopAfter` + 1 (a walk, not a recursion). */

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/client';
 import type { Logger } from '../log.js';
 import type { ToolInfo, ToolResult } from '../registry/types.js';
-import { compileValidator, type ArgumentValidator } from '../registry/schema.js';
+import { compileValidator, tooLargeToCompile, type ArgumentValidator } from '../registry/schema.js';
 import { passThrough } from './raw-result.js';
 
 /** A tool as the upstream lists it. */
@@ -103,7 +103,11 @@ export function checkStructured(
     );
   if (tool.checkOutput === undefined) {
     try {
-      tool.checkOutput = compileValidator(schema, `tool '${upstreamName}' output`);
+      // Past the members the hub compiles, it is not checked here (schema.ts), as a schema
+      // that does not compile: compiling it held the hub's thread for seconds.
+      tool.checkOutput = tooLargeToCompile(schema)
+        ? null
+        : compileValidator(schema, `tool '${upstreamName}' output`);
     } catch {
       tool.checkOutput = null; // The SDK skips a schema it cannot compile; so does this.
     }

@@ -4,7 +4,8 @@
  * 0.5 s at every later one (the compile overflowed the stack, an internal error each time); an
  * upstream listing 1,000 tools with small distinct schemas held it ~1.2 s at each import (2,000: 2.3 s). Now a
  * plugin worker's tool is checked in its worker only, an upstream's tool is compiled at its first
- * call, and an upstream schema past MAX_COMPILED_SCHEMA_MEMBERS is not enforced by the hub.
+ * call, and an upstream schema past MAX_COMPILED_SCHEMA_MEMBERS is not enforced by the hub (an
+ * output schema of 700 properties held it 1.2 s at the tool's first call).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -24,10 +25,10 @@ const UPSTREAM_TOOLS = 1000;
 const DELAY_BOUND_MS = 300;
 /**
  * The same over the upstream's import, which still handles each listed tool in one turn
- * (~0.2 ms a tool on a slow machine: its definition's hash, the meta-schema check): ~200-300 ms
- * for 1,000 tools there, where compiling them all took 1.3 s and more.
+ * (~0.2 ms a tool on a slow machine: its definition's hash, the meta-schema check): 274-351 ms
+ * for 1,000 tools there, 440 ms beside a CI run, where compiling them all took 2.6 s.
  */
-const IMPORT_BOUND_MS = 700;
+const IMPORT_BOUND_MS = 1000;
 
 const BIG = `
 local props = {}
@@ -59,11 +60,12 @@ const huge = {
   },
 };
 
-describe('large and many input schemas', () => {
+describe('large and many schemas', () => {
   let dir: HubDir;
   let hub: MoonhubProcess;
   let client: Client;
   let fake: FakeUpstream;
+  let outFake: FakeUpstream;
   let admin: string;
 
   before(async () => {
@@ -74,10 +76,21 @@ describe('large and many input schemas', () => {
       huge,
       { name: 'invalid', inputSchema: { type: 'object', properties: { a: { type: 'nope' } } } },
     ];
+    // A huge output schema on another upstream, whose every call returns structured content.
+    outFake = await startFakeUpstream();
+    outFake.mode = 'result';
+    outFake.result = {
+      content: [{ type: 'text', text: '{"h1":1}' }],
+      structuredContent: { h1: 1 },
+    };
+    outFake.extraTools = [
+      { name: 'hugeout', inputSchema: { type: 'object' }, outputSchema: huge.inputSchema },
+    ];
     const connect = `mcp.tool("connect", { timeout_ms = 60000 }, function()
       mcp.proxy("${fake.url}", { prefix = "f." })
       return "connected"
-    end)`;
+    end)
+    mcp.proxy("${outFake.url}", { prefix = "o." })`;
     dir = makeHubDir({ big: BIG, up: connect });
     hub = await startMoonhub(['--plugins', dir.plugins, '--data', dir.data, '--no-watch']);
     ({ client } = await connectHttpClient(hub.url, 'modern'));
@@ -87,6 +100,7 @@ describe('large and many input schemas', () => {
     await client?.close();
     await hub?.stop();
     await fake?.close();
+    await outFake?.close();
   });
 
   it("a plugin tool's large schema is checked in its worker, not on the hub's thread", async (t) => {
@@ -142,5 +156,14 @@ describe('large and many input schemas', () => {
     await hub.waitForLog(
       /tool 'f\.huge': input_schema has more than 2000 members and is not enforced by the hub/,
     );
+  });
+
+  it("an upstream's huge output schema is not compiled on the hub's thread", async (t) => {
+    await hubLoopDelay(hub.url, admin);
+    const r = await call(client, 'o.hugeout');
+    const lag = await hubLoopDelay(hub.url, admin);
+    t.diagnostic(`hub event-loop delay over the call: p99 ${lag.p99} ms, worst ${lag.max} ms`);
+    assert.equal(r.isError, false, r.text);
+    assert.ok(lag.max < DELAY_BOUND_MS, `the hub's thread was held ${lag.max} ms`);
   });
 });
