@@ -3,7 +3,7 @@ import type { FetchLike, JSONRPCMessage } from '@modelcontextprotocol/client';
 import type { ProgressSink } from './direct-http.js';
 import type { OAuthSettings } from './oauth.js';
 import type { UpstreamRelay } from './relay.js';
-import type { AbortWatch } from '../registry/types.js';
+import type { AbortWatch, CallContext } from '../registry/types.js';
 
 export type UpstreamState = 'connecting' | 'connected' | 'disconnected' | 'closed';
 
@@ -70,4 +70,14 @@ export interface RequestExtras {
   /** Hears the upstream's progress when `onProgress` is not given (a CallPeer fits). */
   peer?: ProgressSink;
   timeoutMs?: number;
+}
+
+/** A call's cancellation without its peer (prompts and resources relay no progress), read lazily. */
+export function cancelOnly(ctx: CallContext): RequestExtras {
+  return {
+    abortWatch: ctx.abortWatch,
+    get signal() {
+      return ctx.signal;
+    },
+  };
 }

@@ -17,14 +17,15 @@ import type {
 } from '../registry/types.js';
 import { globMatch } from '../registry/glob.js';
 import { prepareSchemaChecks } from '../registry/schema.js';
-import { UpstreamConnection, type RequestExtras } from './connection.js';
+import { UpstreamConnection } from './connection.js';
+import { cancelOnly } from './connection-options.js';
 import type { ProxyOptions, ProxyStatus } from './proxy-options.js';
 import { UpstreamRelay } from './relay.js';
 import { botsterMeta } from './botster-meta.js';
 import { gatedUpstreamLog } from './log-gate.js';
 import { failureResult } from '../registry/registry.js';
 import { upstreamCallHookOf } from './call-hook.js';
-import { DEFAULT_IMPORT_INTERVAL_MS, ImportPacer } from './import-pacer.js';
+import { DEFAULT_IMPORT_INTERVAL_MS, ImportPacer, ImportSlices } from './import-pacer.js';
 import { listAll, type ListKind } from './list-pages.js';
 import {
   capped,
@@ -47,16 +48,6 @@ type UpstreamTemplate = Awaited<
 
 export type { ProxyOptions, ProxyStatus } from './proxy-options.js';
 
-/** A call's cancellation without its peer (prompts and resources relay no progress), read lazily. */
-function cancelOnly(ctx: CallContext): RequestExtras {
-  return {
-    abortWatch: ctx.abortWatch,
-    get signal() {
-      return ctx.signal;
-    },
-  };
-}
-
 /** Glob over upstream names: `*` any run, `?` one character (linear, no regex). */
 export { globMatch };
 
@@ -75,6 +66,7 @@ export class UpstreamProxy {
   private resources = new Set<string>();
   private readonly importer: ImportPacer;
   private closed = false;
+  private importCostMs = 0; // the last import's hub-thread ms (ImportPacer spaces imports by it)
   /** The running stdio child's process id. */
   private pid: number | undefined;
   /** Set by the Lua binding: which Lua states declared this proxy (plugin reload bookkeeping). */
@@ -90,6 +82,7 @@ export class UpstreamProxy {
       () => this.importOnce(),
       opts.importIntervalMs ?? DEFAULT_IMPORT_INTERVAL_MS,
       () => this.closed,
+      () => this.importCostMs,
     );
     this.relay = new UpstreamRelay(gatedUpstreamLog(this.logger));
     this.connection = new UpstreamConnection({
@@ -201,12 +194,14 @@ export class UpstreamProxy {
     const registry = this.registry;
     // One batch: clients see one list change for the whole import.
     registry.beginBatch();
+    const slices = new ImportSlices();
     try {
-      this.importTools(cap(tools, 'tools'), prefix);
+      if (!(await this.importTools(cap(tools, 'tools'), prefix, slices))) return;
       this.importPrompts(cap(prompts, 'prompts'), prefix);
       this.importResources(cap(resources, 'resources'), cap(templates, 'resource templates'));
     } finally {
       registry.endBatch();
+      this.importCostMs = slices.end();
     }
     this.logger.info(
       { tools: this.tools.size, prompts: this.prompts.size, resources: this.resources.size },
@@ -214,10 +209,20 @@ export class UpstreamProxy {
     );
   }
 
-  /** Registers the wanted tools, approved or drifted (importedTool), and drops the gone ones. */
-  private importTools(tools: UpstreamTool[], prefix: string): void {
+  /** Registers the wanted tools (approved or drifted) in slices, drops the gone; false: cut off. */
+  private async importTools(
+    tools: UpstreamTool[],
+    prefix: string,
+    slices: ImportSlices,
+  ): Promise<boolean> {
     const seenTools = new Set<string>();
+    const opts = this.opts;
     for (const t of tools) {
+      if (slices.due()) {
+        await slices.yield();
+        // Closed, or a refresh changed the options: the import it asked for follows this one.
+        if (this.closed || this.opts !== opts) return false;
+      }
       if (!this.wanted(t.name)) continue;
       const name = prefix + t.name;
       seenTools.add(name);
@@ -240,6 +245,7 @@ export class UpstreamProxy {
     }
     for (const name of [...this.registered.keys()])
       if (!seenTools.has(name)) this.registered.delete(name);
+    return true;
   }
 
   private importPrompts(prompts: UpstreamPrompt[], prefix: string): void {
@@ -371,31 +377,32 @@ export class UpstreamProxy {
     }
   }
 
-  private async getPrompt(
+  private getPrompt(
     upstreamName: string,
     args: Record<string, string>,
     ctx: CallContext,
   ): Promise<PromptResult> {
-    const tracked = this.relay.track(ctx);
-    try {
-      const r = await this.connection.call(
-        'prompts/get',
-        { name: upstreamName, arguments: args },
-        cancelOnly(ctx),
-      );
+    return this.relayed(ctx, async () => {
+      const params = { name: upstreamName, arguments: args };
+      const r = await this.connection.call('prompts/get', params, cancelOnly(ctx));
       const out: PromptResult = { messages: r.messages as PromptResult['messages'] };
       if (typeof r.description === 'string') out.description = r.description;
       return out;
-    } finally {
-      this.relay.untrack(tracked, ctx);
-    }
+    });
   }
 
-  private async readResource(uri: string, ctx: CallContext): Promise<ResourceReadResult> {
-    const tracked = this.relay.track(ctx);
-    try {
+  private readResource(uri: string, ctx: CallContext): Promise<ResourceReadResult> {
+    return this.relayed(ctx, async () => {
       const r = await this.connection.call('resources/read', { uri }, cancelOnly(ctx));
       return { contents: r.contents as ResourceReadResult['contents'] };
+    });
+  }
+
+  /** Runs a request to the upstream with the caller's relay (its notices back to the caller). */
+  private async relayed<T>(ctx: CallContext, run: () => Promise<T>): Promise<T> {
+    const tracked = this.relay.track(ctx);
+    try {
+      return await run();
     } finally {
       this.relay.untrack(tracked, ctx);
     }

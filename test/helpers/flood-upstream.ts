@@ -21,6 +21,8 @@ export interface FloodUpstream {
   requests: Record<string, number>;
   /** When above 0: one message every `everyMs` ms instead of as fast as the socket takes them. */
   everyMs: number;
+  /** What tools/list lists, made anew at each listing (one `work` tool unless set). */
+  toolsList?: () => unknown[];
   /** Stops flooding (streams stay open). */
   stop(): void;
   close(): Promise<void>;
@@ -110,7 +112,9 @@ export async function startFloodUpstream(kind: Flood): Promise<FloodUpstream> {
           serverInfo: { name: 'flood', version: '1.0.0' },
         });
       if (msg.method === 'tools/list')
-        return reply({ tools: [{ name: 'work', inputSchema: { type: 'object' } }] });
+        return reply({
+          tools: up.toolsList?.() ?? [{ name: 'work', inputSchema: { type: 'object' } }],
+        });
       if (msg.method === 'tools/call')
         return reply({ content: [{ type: 'text', text: 'worked' }] });
       res.writeHead(200, { 'content-type': 'application/json' });
