@@ -22,9 +22,13 @@ export function rssMiB(pid: number): number {
   return m ? Number(m[1]) / 1024 : 0;
 }
 
-/** CPU time a process has used so far, user and system, in ms (Linux /proc, 10 ms ticks). */
-export function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+/**
+ * CPU time a process (or its thread `tid`: the main thread's is the pid) has used so far, user
+ * and system, in ms (Linux /proc, 10 ms ticks).
+ */
+export function cpuMs(pid: number, tid?: number): number {
+  const path = tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`;
+  const stat = readFileSync(path, 'utf8');
   // The fields after the command name (which may hold spaces) start after the last ')'.
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(f[11]) + Number(f[12])) * 10;
@@ -118,4 +122,16 @@ export async function longestHealthWait(
     await new Promise((r) => setTimeout(r, everyMs));
   }
   return longest;
+}
+
+/** Every tool name a client sees, page after page. */
+export async function allToolNames(client: Client): Promise<string[]> {
+  const names: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor === undefined ? {} : { cursor });
+    names.push(...page.tools.map((tool) => tool.name));
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return names;
 }

@@ -15,7 +15,7 @@ import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.j
 import { connectHttpClient } from '../helpers/mcp-client.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
 import { adminToken, hubLoopDelay } from '../helpers/operations.js';
-import { call } from './helpers.js';
+import { allToolNames, call } from './helpers.js';
 
 /** Properties of the plugin tool's schema (its worker compiles them within the load limit). */
 const BIG_PROPERTIES = 1200;
@@ -125,13 +125,7 @@ describe('large and many schemas', () => {
     for (let i = 0; !names.includes(last); i++) {
       assert.ok(i < 200, `the upstream's tools were not imported: ${names.length} listed`);
       await new Promise((r) => setTimeout(r, 100));
-      names = [];
-      let cursor: string | undefined;
-      do {
-        const page = await client.listTools(cursor === undefined ? {} : { cursor });
-        names.push(...page.tools.map((tool) => tool.name));
-        cursor = page.nextCursor;
-      } while (cursor !== undefined);
+      names = await allToolNames(client);
     }
     const lag = await hubLoopDelay(hub.url, admin);
     t.diagnostic(`hub event-loop delay over the import: p99 ${lag.p99} ms, worst ${lag.max} ms`);

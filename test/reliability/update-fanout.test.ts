@@ -7,7 +7,6 @@
  * answers it, kept in step by subscribe, unsubscribe and the session's end.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { startPluginHub, type PluginHub } from '../helpers/plugin-hub.js';
 import {
@@ -17,7 +16,7 @@ import {
   sessionPost,
   type RawResponse,
 } from '../helpers/legacy-raw.js';
-import { call } from './helpers.js';
+import { call, cpuMs } from './helpers.js';
 import { initialize, MODERN_META, pool, sleep } from './limits-helpers.js';
 
 const PLUGIN = String.raw`
@@ -67,13 +66,6 @@ before(async () => {
 
 after(() => setup?.stop());
 
-/** CPU time of the hub's main thread (its tid is the pid), in ms (Linux /proc, 10 ms ticks). */
-function mainThreadCpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10;
-}
-
 /** A 2025 session with its GET stream open, subscribed to `uris`. */
 async function subscriber(
   url: string,
@@ -96,14 +88,14 @@ const updates = (s: RawResponse, uri: string) =>
 /** The hub thread's CPU for `BURSTS` bursts of updates of a URI nobody idle subscribed to. */
 async function burstCpuMs(): Promise<number> {
   const pid = setup.hub.child.pid!;
-  const before = mainThreadCpuMs(pid);
+  const before = cpuMs(pid, pid);
   for (let i = 0; i < BURSTS; i++) {
     const r = await call(setup.client, 'burst', { n: PER_BURST, uri: 'fan://hot' });
     assert.equal(r.text, String(PER_BURST));
     // The updates reach the hub after the answer; the rate refills in a second.
     await sleep(1100);
   }
-  return mainThreadCpuMs(pid) - before;
+  return cpuMs(pid, pid) - before;
 }
 
 describe('resource updates fan out to their subscribers only', () => {

@@ -7,13 +7,12 @@
  * time (ImportPacer), so one upstream's imports take about a tenth of the thread at most.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { startFloodUpstream, type FloodUpstream } from '../helpers/flood-upstream.js';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
 import { adminToken, hubLoopDelay } from '../helpers/operations.js';
 import { connectHttpClient } from '../helpers/mcp-client.js';
-import { call, scratch, type Scratch } from '../reliability/helpers.js';
+import { allToolNames, call, cpuMs, scratch, type Scratch } from '../reliability/helpers.js';
 
 const TOOLS = 2000;
 /** How long the upstream repeats list_changed (every 50 ms). */
@@ -43,13 +42,6 @@ function tools(): unknown[] {
   }));
 }
 
-/** CPU time of the hub's main thread (its tid is the pid), in ms (Linux /proc, 10 ms ticks). */
-function mainThreadCpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10;
-}
-
 before(async () => {
   flood = await startFloodUpstream('list_changed');
   flood.everyMs = 60_000;
@@ -76,11 +68,11 @@ describe('an upstream re-listing thousands of changed tools', () => {
     const pid = hub.child.pid!;
     await hubLoopDelay(hub.url, admin);
     const lists0 = flood.requests['tools/list'] ?? 0;
-    const cpu0 = mainThreadCpuMs(pid);
+    const cpu0 = cpuMs(pid, pid);
     flood.everyMs = 50;
     await new Promise((r) => setTimeout(r, FLOOD_MS));
     flood.everyMs = 60_000;
-    const share = (mainThreadCpuMs(pid) - cpu0) / FLOOD_MS;
+    const share = (cpuMs(pid, pid) - cpu0) / FLOOD_MS;
     const lag = await hubLoopDelay(hub.url, admin);
     const lists = (flood.requests['tools/list'] ?? 0) - lists0;
     t.diagnostic(
@@ -109,13 +101,7 @@ describe('an upstream re-listing thousands of changed tools', () => {
           `after 30 s: ${names.filter((n) => n.startsWith('b.')).length} b.*, ${names.filter((n) => n.startsWith('up.')).length} up.*`,
         );
         await new Promise((r) => setTimeout(r, 500));
-        names = [];
-        let cursor: string | undefined;
-        do {
-          const page = await client.listTools(cursor === undefined ? {} : { cursor });
-          names.push(...page.tools.map((tool) => tool.name));
-          cursor = page.nextCursor;
-        } while (cursor !== undefined);
+        names = await allToolNames(client);
       }
     } finally {
       await client.close();
