@@ -282,6 +282,18 @@ export const WIRE_ERRORS = {
     message:
       'Subscription limit reached: the URIs one session (or listen stream) subscribes to may take at most {max} characters (limits.subscriptions.chars_per_session); unsubscribe first',
   },
+  subscription_bytes_principal: {
+    code: INVALID_PARAMS,
+    status: 200,
+    message:
+      'Subscription limit reached: the subscriptions of one principal (its sessions and listen streams) may count at most {max} bytes on this hub (limits.subscriptions.bytes_per_principal); unsubscribe or end a session first',
+  },
+  subscription_bytes_total: {
+    code: INTERNAL_ERROR,
+    status: 200,
+    message:
+      'Subscription limit reached: the subscriptions of all principals may count at most {max} bytes on this hub (limits.subscriptions.bytes_total); try again later',
+  },
   subscription_uri_too_long: {
     code: INVALID_PARAMS,
     status: 200,

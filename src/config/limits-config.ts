@@ -13,7 +13,13 @@ export interface LimitsConfig {
     evict_idle_ms?: number;
     client_info_chars?: number;
   };
-  subscriptions?: { per_session?: number; uri_length?: number; chars_per_session?: number };
+  subscriptions?: {
+    per_session?: number;
+    uri_length?: number;
+    chars_per_session?: number;
+    bytes_per_principal?: number;
+    bytes_total?: number;
+  };
   listens?: { per_principal?: number; total?: number };
   batch_length?: number;
   request_id_length?: number;
@@ -35,6 +41,8 @@ export interface ServerLimitSettings {
   subscriptionsPerSession?: number;
   subscriptionUriLength?: number;
   subscriptionCharsPerSession?: number;
+  subscriptionBytesPerPrincipal?: number;
+  subscriptionBytesTotal?: number;
   listensPerPrincipal?: number;
   listensTotal?: number;
   batchLength?: number;
@@ -61,6 +69,8 @@ export function serverLimitsOf(section: LimitsConfig | undefined): ServerLimitSe
     subscriptionsPerSession: c.subscriptions?.per_session,
     subscriptionUriLength: c.subscriptions?.uri_length,
     subscriptionCharsPerSession: c.subscriptions?.chars_per_session,
+    subscriptionBytesPerPrincipal: c.subscriptions?.bytes_per_principal,
+    subscriptionBytesTotal: c.subscriptions?.bytes_total,
     listensPerPrincipal: c.listens?.per_principal,
     listensTotal: c.listens?.total,
     batchLength: c.batch_length,

@@ -96,6 +96,7 @@ class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
       (l) => registry.onResourceUpdated(l),
       this.inbound.limits,
       opts.refused,
+      this.sessions.subscriptionBudget,
     );
     // A subscribed resource changed: tell each 2025 session that subscribed, on its GET stream.
     this.removeUpdateListener = registry.onResourceUpdated((uri) =>
@@ -178,10 +179,9 @@ class HttpTransport implements McpHttpHandler, SessionSource, SessionRequests {
   /** Goes on with an authenticated request (handle() again, now with its principal set). */
   private authenticated(req: IncomingMessage, res: ServerResponse, verdict: AuthVerdict): void {
     if (!verdict.ok) {
-      const length = String(Buffer.byteLength(verdict.body));
       res.writeHead(verdict.status, {
         'Content-Type': 'application/json',
-        'Content-Length': length,
+        'Content-Length': String(Buffer.byteLength(verdict.body)),
         ...verdict.headers,
       });
       res.end(verdict.body);

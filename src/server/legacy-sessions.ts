@@ -21,6 +21,7 @@ import {
   type ServerLimits,
 } from './session-limits.js';
 import { SubscriberIndex } from './subscriber-index.js';
+import { SubscriptionBudget } from './subscription-budget.js';
 
 /** A 2025 HTTP session (the in-process session layer's record). */
 export type LegacySession = SessionRecord;
@@ -37,8 +38,10 @@ export class LegacySessionStore implements SessionLayer {
   readonly limits: ServerLimits;
   private readonly refused: RefusalCounter | undefined;
   private readonly sweeper: NodeJS.Timeout;
+  /** What the subscriptions of this process's sessions and listen streams count. */
+  readonly subscriptionBudget: SubscriptionBudget;
   /** Resource URI → the sessions subscribed to it (the bus's fan-out). */
-  private readonly subscribers = new SubscriberIndex<LegacySession>();
+  private readonly subscribers: SubscriberIndex<LegacySession>;
 
   constructor(opts: SessionStoreOptions = {}) {
     this.limits = resolveLimits({
@@ -47,6 +50,11 @@ export class LegacySessionStore implements SessionLayer {
       ...opts.limits,
     });
     this.refused = opts.refused;
+    this.subscriptionBudget = new SubscriptionBudget(
+      this.limits.subscriptionBytesPerPrincipal,
+      this.limits.subscriptionBytesTotal,
+    );
+    this.subscribers = new SubscriberIndex(this.subscriptionBudget);
     this.index = new SessionIndex(this.limits);
     const idle = this.limits.sessionIdleMs;
     const every = Math.max(50, Math.min(60_000, Math.floor(idle / 2)));

@@ -21,6 +21,7 @@ import {
   type ServerLimits,
 } from './session-limits.js';
 import { SubscriberIndex } from './subscriber-index.js';
+import { subscriptionCost, type SubscriptionBudget } from './subscription-budget.js';
 
 /** Default cap on open subscriptions per transport (HTTP server or stdio connection). */
 export const DEFAULT_MAX_LISTENS = DEFAULT_LIMITS.listensTotal;
@@ -127,6 +128,8 @@ export class Listens {
     private readonly onResourceUpdated: (listener: (uri: string) => void) => () => void,
     private readonly limits: ServerLimits = DEFAULT_LIMITS,
     private readonly refused?: RefusalCounter,
+    /** What the process's subscriptions count; absent for stdio's one peer. */
+    private readonly budget?: SubscriptionBudget,
   ) {}
 
   /** The refusal of one more stream for `principal` (counted), or undefined. */
@@ -146,7 +149,12 @@ export class Listens {
       const refused =
         uris === undefined
           ? undefined
-          : subscriptionRefusal([...new Set(uris)], undefined, this.limits);
+          : subscriptionRefusal(
+              [...new Set(uris)],
+              undefined,
+              this.limits,
+              this.budget && { of: this.budget, principal },
+            );
       limit = refused?.limit;
       error = refused?.error;
     }
@@ -211,13 +219,19 @@ export class Listens {
     if (uris !== undefined) {
       const wanted = new Set(uris);
       const tell = (uri: string) => writer.send(frames.updated(uri));
-      for (const uri of wanted) this.subscribers.add(uri, tell);
+      let bytes = 0;
+      for (const uri of wanted) {
+        this.subscribers.add(uri, tell);
+        bytes += subscriptionCost(uri);
+      }
+      this.budget?.charge(principal, bytes);
       this.offUpdates ??= this.onResourceUpdated((uri) => {
         const tells = this.subscribers.of(uri);
         if (tells !== undefined) for (const t of tells) t(uri);
       });
       removers.push(() => {
         for (const uri of wanted) this.subscribers.delete(uri, tell);
+        this.budget?.charge(principal, -bytes);
         if (this.subscribers.size > 0) return;
         this.offUpdates?.();
         this.offUpdates = undefined;

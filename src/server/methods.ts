@@ -98,7 +98,13 @@ export function createMethods(deps: MethodDeps): Record<string, MethodHandler> {
       if (session === undefined) return {};
       const held = session.subscriptions;
       if (held?.has(uri) !== true) {
-        const refused = subscriptionRefusal([uri], held, deps.limits);
+        const budget = session.subscribers?.budget;
+        const refused = subscriptionRefusal(
+          [uri],
+          held,
+          deps.limits,
+          budget && { of: budget, principal: session.principal },
+        );
         if (refused !== undefined) {
           deps.refused?.(refused.limit);
           throw refused.error;

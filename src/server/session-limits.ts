@@ -9,6 +9,12 @@
 import { wireError, type WireError } from '../errors.js';
 import type { JsonRpcId } from './jsonrpc.js';
 import { DEFAULT_REQUEST_STATE_TTL_MS } from './request-state.js';
+import {
+  DEFAULT_SUBSCRIPTION_BYTES_PER_PRINCIPAL,
+  DEFAULT_SUBSCRIPTION_BYTES_TOTAL,
+  subscriptionCost,
+  type SubscriptionBudget,
+} from './subscription-budget.js';
 
 export interface ServerLimits {
   /** 2025 HTTP sessions in total (`limits.sessions.total`). */
@@ -27,6 +33,13 @@ export interface ServerLimits {
   subscriptionUriLength: number;
   /** Characters of all the URIs one session (2025) or one listen stream (2026-07-28) holds. */
   subscriptionCharsPerSession: number;
+  /**
+   * Bytes all the subscriptions of one principal (its 2025 sessions and listen streams) count,
+   * per process: each its URI's characters plus `SUBSCRIPTION_OVERHEAD`.
+   */
+  subscriptionBytesPerPrincipal: number;
+  /** The same over every principal, per process. */
+  subscriptionBytesTotal: number;
   /** Open `subscriptions/listen` streams of one principal, per transport. */
   listensPerPrincipal: number;
   /** Open `subscriptions/listen` streams in total, per transport. */
@@ -67,6 +80,8 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
   subscriptionsPerSession: 1_000,
   subscriptionUriLength: 4_096,
   subscriptionCharsPerSession: 65_536,
+  subscriptionBytesPerPrincipal: DEFAULT_SUBSCRIPTION_BYTES_PER_PRINCIPAL,
+  subscriptionBytesTotal: DEFAULT_SUBSCRIPTION_BYTES_TOTAL,
   listensPerPrincipal: 64,
   listensTotal: 1_024,
   batchLength: 100,
@@ -143,11 +158,16 @@ export function nameRefusal(
   return undefined;
 }
 
-/** The refusal of a subscription URI list (one `resources/subscribe`, or a listen filter). */
+/**
+ * The refusal of a subscription URI list (one `resources/subscribe` of a URI not held yet, or a
+ * listen filter's distinct URIs): the session's bounds, then what the principal and the process
+ * hold in all (`budget`, absent for stdio's one peer).
+ */
 export function subscriptionRefusal(
   uris: readonly string[],
   held: ReadonlySet<string> | undefined,
   limits: ServerLimits,
+  budget?: { of: SubscriptionBudget; principal: string | undefined },
 ): { error: WireError; limit: string } | undefined {
   const max = limits.subscriptionUriLength;
   let chars = 0;
@@ -172,7 +192,10 @@ export function subscriptionRefusal(
       error: wireError('subscription_chars', { max: limits.subscriptionCharsPerSession }),
       limit: 'subscription_chars',
     };
-  return undefined;
+  if (budget === undefined) return undefined;
+  let bytes = 0;
+  for (const uri of uris) bytes += subscriptionCost(uri);
+  return budget.of.refusal(budget.principal, bytes);
 }
 
 /**

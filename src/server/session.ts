@@ -14,6 +14,7 @@ import type { SseStream } from './sse.js';
 import type { Abortable } from './abort.js';
 import { LATEST_LEGACY_VERSION } from './protocol.js';
 import { IndexedSubscriptions, type SubscriberIndex } from './subscriber-index.js';
+import type { SubscriptionBudget } from './subscription-budget.js';
 
 /** A 2025-era request the server sent the client and the client has not answered yet. */
 export interface OutgoingRequest {
@@ -87,7 +88,7 @@ export function subscriptionsOf(session: SessionState): Set<string> {
   return (session.subscriptions ??=
     session.subscribers === undefined
       ? new Set()
-      : new IndexedSubscriptions(session.subscribers, session));
+      : new IndexedSubscriptions(session.subscribers, session, session.principal));
 }
 
 /**
@@ -162,6 +163,11 @@ export interface SessionLayer {
   closeAll(): void;
   /** Cluster modes only: sessions kept in a store every process shares. Absent: in-process. */
   readonly shared?: SharedSessions;
+  /**
+   * What the subscriptions of this process count, per principal and in all; the transport's
+   * listen streams are charged to it too.
+   */
+  readonly subscriptionBudget?: SubscriptionBudget;
 }
 
 /**

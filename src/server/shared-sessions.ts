@@ -19,6 +19,7 @@ import type { LegacySessionStore } from './legacy-sessions.js';
 import type { SharedStreams } from './shared-streams.js';
 import { SessionFreshness } from './session-freshness.js';
 import { SubscriberIndex } from './subscriber-index.js';
+import type { SubscriptionBudget } from './subscription-budget.js';
 import {
   newSessionState,
   resetSubscriptions,
@@ -54,8 +55,11 @@ type SessionMessage = { json: string };
 export class SharedSessionLayer implements SessionLayer, SharedSessions {
   /** Local copies of sessions other processes opened (caches of their records). */
   private readonly adopted = new Map<string, SessionRecord>();
-  /** Resource URI → the adopted copies subscribed to it (the local store indexes its own). */
-  private readonly adoptedSubscribers = new SubscriberIndex<SessionRecord>();
+  /**
+   * Resource URI → the adopted copies subscribed to it (the local store indexes its own), charged
+   * to the local store's budget: a copy holds its URIs in this process too.
+   */
+  private readonly adoptedSubscribers: SubscriberIndex<SessionRecord>;
   private readonly written = new WeakMap<SessionRecord, Written>();
   private readonly sweeper: NodeJS.Timeout;
   private readonly busyToucher: NodeJS.Timeout;
@@ -67,6 +71,7 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
     private readonly local: LegacySessionStore,
     private readonly opts: SharedSessionOptions,
   ) {
+    this.adoptedSubscribers = new SubscriberIndex(local.subscriptionBudget);
     const every = Math.max(50, Math.min(60_000, Math.floor(local.idleTimeoutMs / 2)));
     this.sweeper = setInterval(() => this.sweepAdopted(Date.now()), every);
     this.sweeper.unref();
@@ -94,6 +99,10 @@ export class SharedSessionLayer implements SessionLayer, SharedSessions {
 
   get maxSessions(): number {
     return this.local.maxSessions;
+  }
+
+  get subscriptionBudget(): SubscriptionBudget {
+    return this.local.subscriptionBudget;
   }
 
   readonly bus: SessionBus = {

@@ -8,12 +8,17 @@ export const MODERN_META = {
   'io.modelcontextprotocol/clientCapabilities': {},
 };
 
+export interface RpcError {
+  code: number;
+  message: string;
+}
+
 export interface Answer {
   status: number;
   sid: string | undefined;
   text: string;
   /** The parsed body (JSON or the first SSE data line), undefined when neither. */
-  body: { id?: unknown; result?: unknown; error?: { code: number; message: string } } | undefined;
+  body: { id?: unknown; result?: unknown; error?: RpcError } | undefined;
 }
 
 function bodyOf(text: string): Answer['body'] {
@@ -124,6 +129,48 @@ export async function pool<T>(n: number, width: number, job: (i: number) => Prom
     }),
   );
   return out;
+}
+
+/** A 2026-07-28 `subscriptions/listen` request: streaming (aborted by `ctl`), or its error. */
+export async function listen(
+  url: string,
+  token: string | undefined,
+  params: Record<string, unknown> = {},
+): Promise<{ streaming: boolean; ctl: AbortController; error: RpcError | undefined }> {
+  const ctl = new AbortController();
+  const res = await fetch(url, {
+    method: 'POST',
+    signal: ctl.signal,
+    headers: {
+      ...auth(token),
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'subscriptions/listen',
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 'l',
+      method: 'subscriptions/listen',
+      params: { _meta: MODERN_META, notifications: { toolsListChanged: true }, ...params },
+    }),
+  });
+  if (res.headers.get('content-type') === 'text/event-stream') {
+    await res.body!.getReader().read(); // the acknowledgement
+    return { streaming: true, ctl, error: undefined };
+  }
+  const body = (await res.json()) as Answer['body'];
+  return { streaming: false, ctl, error: body?.error };
+}
+
+/** DELETE of a 2025 session: its status. */
+export async function endSession(url: string, sid: string, token?: string): Promise<number> {
+  const res = await fetch(url, {
+    method: 'DELETE',
+    headers: { ...auth(token), 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' },
+  });
+  await res.arrayBuffer();
+  return res.status;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -13,15 +13,13 @@ import { createSession, makeHubDir, type HubDir, type Issued } from '../helpers/
 import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
 import { rssMiB } from './helpers.js';
 import {
-  auth,
   initialize,
   inSession,
-  MODERN_META,
+  listen as listenOn,
   modern,
   ping,
   pool,
   sleep,
-  type Answer,
 } from './limits-helpers.js';
 
 const PLUGIN = `mcp.tool("p.echo", { description = "echo" }, function() return "echo" end)`;
@@ -136,32 +134,9 @@ ${LIMITS}`,
   it('caps subscriptions/listen streams per principal and in total', async () => {
     const open: AbortController[] = [];
     const listen = async (token: string, params: Record<string, unknown> = {}) => {
-      const ctl = new AbortController();
-      const res = await fetch(url, {
-        method: 'POST',
-        signal: ctl.signal,
-        headers: {
-          ...auth(token),
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': '2026-07-28',
-          'mcp-method': 'subscriptions/listen',
-        },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 'l',
-          method: 'subscriptions/listen',
-          params: { _meta: MODERN_META, notifications: { toolsListChanged: true }, ...params },
-        }),
-      });
-      if (res.headers.get('content-type') === 'text/event-stream') {
-        open.push(ctl);
-        const reader = res.body!.getReader();
-        await reader.read(); // the acknowledgement
-        return { streaming: true, ctl, error: undefined };
-      }
-      const body = (await res.json()) as Answer['body'];
-      return { streaming: false, ctl, error: body?.error };
+      const answer = await listenOn(url, token, params);
+      if (answer.streaming) open.push(answer.ctl);
+      return answer;
     };
     try {
       for (let i = 0; i < 3; i++) assert.equal((await listen(A.token)).streaming, true);
