@@ -29,6 +29,7 @@ export interface LimitsConfig {
   body_bytes?: { per_principal?: number; total?: number };
   json?: { depth?: number; containers?: number; object_keys?: number };
   request_state_ttl_ms?: number;
+  connections?: { total?: number; per_address?: number; headers_ms?: number };
 }
 
 /** The bounds as the server's options name them; missing ones keep their defaults. */
@@ -56,6 +57,9 @@ export interface ServerLimitSettings {
   jsonContainers?: number;
   jsonObjectKeys?: number;
   requestStateTtlMs?: number;
+  connectionsTotal?: number;
+  connectionsPerAddress?: number;
+  connectionHeadersMs?: number;
 }
 
 export function serverLimitsOf(section: LimitsConfig | undefined): ServerLimitSettings {
@@ -84,6 +88,9 @@ export function serverLimitsOf(section: LimitsConfig | undefined): ServerLimitSe
     jsonContainers: c.json?.containers,
     jsonObjectKeys: c.json?.object_keys,
     requestStateTtlMs: c.request_state_ttl_ms,
+    connectionsTotal: c.connections?.total,
+    connectionsPerAddress: c.connections?.per_address,
+    connectionHeadersMs: c.connections?.headers_ms,
   };
   for (const k of Object.keys(out) as (keyof ServerLimitSettings)[])
     if (out[k] === undefined) delete out[k];

@@ -10,6 +10,8 @@ import { createMcpHttpHandler } from './http-server.js';
 import { HttpRoutes } from './http-routes.js';
 import { createRequestGuard } from './origin.js';
 import { stampedResponse } from './stamped-response.js';
+import { guardConnections } from './connection-guard.js';
+import { resolveLimits } from './session-limits.js';
 
 /** Starts an HTTP server with the MCP endpoint; binds 127.0.0.1 unless told otherwise. */
 export function startHttpServer(
@@ -24,12 +26,14 @@ export function startHttpServer(
   const server = createServer(
     stamp === undefined ? {} : { ServerResponse: stampedResponse(stamp) },
     (req, res) => {
+      guard.served(req);
       // No route plugged in: straight to the endpoint, as before the seam existed.
       if (routes.size > 0 && routes.dispatch(req, res)) return;
       if (other !== undefined && other(req, res)) return;
       handler.handle(req, res);
     },
   );
+  const guard = guardConnections(server, resolveLimits(opts.limits), opts.refused);
   const host = opts.host ?? '127.0.0.1';
   return new Promise((resolve, reject) => {
     server.once('error', reject);

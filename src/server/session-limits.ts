@@ -9,6 +9,7 @@
 import { wireError, type WireError } from '../errors.js';
 import type { JsonRpcId } from './jsonrpc.js';
 import { DEFAULT_REQUEST_STATE_TTL_MS } from './request-state.js';
+import { defaultConnectionsTotal } from './connection-guard.js';
 import {
   DEFAULT_SUBSCRIPTION_BYTES_PER_PRINCIPAL,
   DEFAULT_SUBSCRIPTION_BYTES_TOTAL,
@@ -69,7 +70,16 @@ export interface ServerLimits {
   jsonObjectKeys: number;
   /** How long a 2026-07-28 `requestState` is accepted after it was sealed (request-state.ts). */
   requestStateTtlMs: number;
+  /** TCP connections open at once, per process (connection-guard.ts). */
+  connectionsTotal: number;
+  /** TCP connections of one client address, per process. */
+  connectionsPerAddress: number;
+  /** Time a connection has to deliver a request's headers (its first one's, from its opening). */
+  connectionHeadersMs: number;
 }
+
+/** Read once: the process's descriptor limit decides it (connection-guard.ts). */
+const DEFAULT_CONNECTIONS_TOTAL = defaultConnectionsTotal();
 
 export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
   sessionsTotal: 10_000,
@@ -95,6 +105,9 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
   jsonContainers: 100_000,
   jsonObjectKeys: 10_000,
   requestStateTtlMs: DEFAULT_REQUEST_STATE_TTL_MS,
+  connectionsTotal: DEFAULT_CONNECTIONS_TOTAL,
+  connectionsPerAddress: Math.max(8, Math.floor(DEFAULT_CONNECTIONS_TOTAL / 8)),
+  connectionHeadersMs: 30_000,
 };
 
 /** Counts a refusal by the limit's name (HubMetrics.refused, wired by operations.ts). */
