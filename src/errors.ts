@@ -282,6 +282,12 @@ export const WIRE_ERRORS = {
     message:
       'Subscription limit reached: the URIs one session (or listen stream) subscribes to may take at most {max} characters (limits.subscriptions.chars_per_session); unsubscribe first',
   },
+  client_info_too_complex: {
+    code: INVALID_PARAMS,
+    status: 200,
+    message:
+      'Invalid params: clientInfo and capabilities may hold at most {max} objects and arrays (limits.sessions.client_info_containers)',
+  },
   subscription_bytes_principal: {
     code: INVALID_PARAMS,
     status: 200,

@@ -12,6 +12,7 @@ export interface LimitsConfig {
     idle_timeout_ms?: number;
     evict_idle_ms?: number;
     client_info_chars?: number;
+    client_info_containers?: number;
   };
   subscriptions?: {
     per_session?: number;
@@ -39,6 +40,7 @@ export interface ServerLimitSettings {
   sessionIdleMs?: number;
   sessionEvictIdleMs?: number;
   sessionClientInfoChars?: number;
+  sessionClientInfoContainers?: number;
   subscriptionsPerSession?: number;
   subscriptionUriLength?: number;
   subscriptionCharsPerSession?: number;
@@ -70,6 +72,7 @@ export function serverLimitsOf(section: LimitsConfig | undefined): ServerLimitSe
     sessionIdleMs: c.sessions?.idle_timeout_ms,
     sessionEvictIdleMs: c.sessions?.evict_idle_ms,
     sessionClientInfoChars: c.sessions?.client_info_chars,
+    sessionClientInfoContainers: c.sessions?.client_info_containers,
     subscriptionsPerSession: c.subscriptions?.per_session,
     subscriptionUriLength: c.subscriptions?.uri_length,
     subscriptionCharsPerSession: c.subscriptions?.chars_per_session,

@@ -14,7 +14,7 @@ import type { RefusalCounter } from './session-limits.js';
 
 /** Descriptors kept for the hub's own use (files, plugin workers, upstreams, Redis). */
 const DESCRIPTOR_RESERVE = 256;
-const MAX_DEFAULT_TOTAL = 8_192;
+const MAX_DEFAULT_TOTAL = 16_384;
 
 /** The soft limit on open files of this process (Linux), or undefined when unknown. */
 export function openFileLimit(limits = '/proc/self/limits'): number | undefined {
@@ -28,8 +28,9 @@ export function openFileLimit(limits = '/proc/self/limits'): number | undefined 
 }
 
 /**
- * The default of `limits.connections.total`: 8,192, or three quarters of what the descriptor
- * limit leaves after the hub's reserve when that is lower (a default `ulimit -n` of 1,024: 576).
+ * The default of `limits.connections.total`: 16,384 (~90 MiB of idle connections), or three
+ * quarters of what the descriptor limit leaves after the hub's reserve when that is lower (a
+ * default `ulimit -n` of 1,024: 576; 20,000: 14,808).
  */
 export function defaultConnectionsTotal(nofile = openFileLimit()): number {
   if (nofile === undefined) return MAX_DEFAULT_TOTAL;

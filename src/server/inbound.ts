@@ -121,8 +121,8 @@ export class Inbound {
     if (initialize) {
       const tooBig = clientInfoRefusal(msg.params, this.limits);
       if (tooBig !== undefined) {
-        this.refused?.('client_info_chars');
-        return this.reject(facts, body, tooBig, msg.id);
+        this.refused?.(tooBig.limit);
+        return this.reject(facts, body, tooBig.error, msg.id);
       }
     }
     const session = initialize ? sessions.open(facts) : sessions.find(facts);

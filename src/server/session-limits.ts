@@ -28,6 +28,8 @@ export interface ServerLimits {
   sessionEvictIdleMs: number;
   /** JSON characters of the clientInfo and capabilities a 2025 session keeps from initialize. */
   sessionClientInfoChars: number;
+  /** Objects and arrays in them (what they take parsed grows with these, not with characters). */
+  sessionClientInfoContainers: number;
   /** Resources one session (2025) or one listen stream (2026-07-28) may subscribe to. */
   subscriptionsPerSession: number;
   /** Characters of a subscribed resource URI. */
@@ -87,6 +89,7 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
   sessionIdleMs: 30 * 60_000,
   sessionEvictIdleMs: 10_000,
   sessionClientInfoChars: 16_384,
+  sessionClientInfoContainers: 256,
   subscriptionsPerSession: 1_000,
   subscriptionUriLength: 4_096,
   subscriptionCharsPerSession: 65_536,
@@ -106,7 +109,9 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = {
   jsonObjectKeys: 10_000,
   requestStateTtlMs: DEFAULT_REQUEST_STATE_TTL_MS,
   connectionsTotal: DEFAULT_CONNECTIONS_TOTAL,
-  connectionsPerAddress: Math.max(8, Math.floor(DEFAULT_CONNECTIONS_TOTAL / 8)),
+  // Half: one address cannot take every place, and a load balancer in front (whose streams each
+  // hold a connection from its one address) still gets thousands.
+  connectionsPerAddress: Math.max(8, Math.floor(DEFAULT_CONNECTIONS_TOTAL / 2)),
   connectionHeadersMs: 30_000,
 };
 
@@ -213,17 +218,43 @@ export function subscriptionRefusal(
 
 /**
  * A 2025 `initialize` whose clientInfo and capabilities take more than
- * `limits.sessions.client_info_chars` of JSON: the session would keep them for its life, and a
- * principal may hold 1,000 sessions (40 sessions with 3 MB of them: +164 MiB of RSS).
+ * `limits.sessions.client_info_chars` of JSON, or hold more than
+ * `limits.sessions.client_info_containers` objects and arrays: the session keeps them, parsed,
+ * for its life, and a principal may hold 1,000 sessions (40 sessions with 3 MB of them: +164 MiB
+ * of RSS; 16,384 characters of `[{},{},...]` are 5,460 objects, ~340 KiB parsed).
  */
 export function clientInfoRefusal(
   params: Record<string, unknown> | undefined,
   limits: ServerLimits,
-): WireError | undefined {
+): { error: WireError; limit: string } | undefined {
   if (params === undefined) return undefined;
   const max = limits.sessionClientInfoChars;
   const length = jsonLength(params.clientInfo) + jsonLength(params.capabilities);
-  return length > max ? wireError('client_info_too_large', { max, length }) : undefined;
+  if (length > max)
+    return {
+      error: wireError('client_info_too_large', { max, length }),
+      limit: 'client_info_chars',
+    };
+  const most = limits.sessionClientInfoContainers;
+  if (containersOf([params.clientInfo, params.capabilities], most) <= most) return undefined;
+  return {
+    error: wireError('client_info_too_complex', { max: most }),
+    limit: 'client_info_containers',
+  };
+}
+
+/** Objects and arrays in `values`; the count stops once it passes `max`. */
+function containersOf(values: unknown[], max: number): number {
+  const stack = values;
+  let n = 0;
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null) continue;
+    if (++n > max) return n;
+    for (const x of Array.isArray(v) ? v : Object.values(v))
+      if (typeof x === 'object' && x !== null) stack.push(x);
+  }
+  return n;
 }
 
 function jsonLength(value: unknown): number {

@@ -174,6 +174,67 @@ describe('what a 2025 session keeps from its initialize', () => {
   });
 });
 
+describe('what a 2025 session keeps, parsed', () => {
+  it('refuses clientInfo and capabilities of more than limits.sessions.client_info_containers objects and arrays', async (t) => {
+    // 16,384 characters of empty objects are 5,460 objects, ~340 KiB once parsed and kept: a
+    // principal's 1,000 sessions held that way took ~330 MiB, within client_info_chars.
+    const h = await hubWith('  sessions: { per_principal: 2000 }');
+    try {
+      const { hub, A, B } = h;
+      const heavy = {
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-11-25',
+          capabilities: { experimental: { x: Array.from({ length: 5_000 }, () => ({})) } },
+          clientInfo: { name: 'heavy', version: '1' },
+        },
+      };
+      const before = rssMiB(hub.child.pid!);
+      const answers = await pool(1_000, 8, () =>
+        post(hub.url, heavy, { Authorization: `Bearer ${A.token}` }),
+      );
+      const grown = rssMiB(hub.child.pid!) - before;
+      t.diagnostic(`1,000 heavy initializes: RSS +${grown.toFixed(0)} MiB`);
+      for (const r of answers) {
+        assert.equal(r.sid, undefined, 'no session is made');
+        assert.equal(r.body?.error?.code, -32602);
+        assert.match(
+          r.body!.error!.message,
+          /at most 256 objects and arrays \(limits\.sessions\.client_info_containers\)/,
+        );
+      }
+      assert.ok(grown < 150, `the hub grew ${grown.toFixed(0)} MiB`);
+      // Real clients' capabilities pass: nested objects well under the bound.
+      const ordinary = await post(
+        hub.url,
+        {
+          ...heavy,
+          params: {
+            ...heavy.params,
+            capabilities: {
+              roots: { listChanged: true },
+              sampling: { tools: {} },
+              elicitation: { form: {}, url: {} },
+              experimental: { x: Array.from({ length: 200 }, () => ({})) },
+            },
+          },
+        },
+        { Authorization: `Bearer ${B.token}` },
+      );
+      assert.ok(ordinary.sid, JSON.stringify(ordinary.body));
+      const text = await scrape(baseOf(hub.url), h.admin);
+      assert.equal(
+        sample(text, 'moonhub_limit_refusals_total', { limit: 'client_info_containers' }),
+        1_000,
+      );
+    } finally {
+      await h.hub.stop();
+    }
+  });
+});
+
 describe('10,000 sessions of one principal', () => {
   let h: Awaited<ReturnType<typeof hubWith>>;
   before(async () => {
