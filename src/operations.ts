@@ -202,6 +202,7 @@ async function operatorRouteList(
       operatorRoutes({ metrics, health }),
       cfg.metricsListen.host,
       cfg.metricsListen.port,
+      settings.serverLimits,
     );
     metricsUrl = server.url;
     w.closers.push(() => server.close());

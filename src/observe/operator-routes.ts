@@ -7,6 +7,8 @@ import type { AddressInfo } from 'node:net';
 import { bearerToken, challenge } from '../auth/challenge.js';
 import { readiness, type ReadinessSources } from './health.js';
 import type { HubMetrics } from './metrics.js';
+import { guardConnections } from '../server/connection-guard.js';
+import { resolveLimits, type ServerLimits } from '../server/session-limits.js';
 
 export type Route = (req: IncomingMessage, res: ServerResponse) => boolean;
 
@@ -121,18 +123,24 @@ function sendMetrics(metrics: HubMetrics, res: ServerResponse): void {
   );
 }
 
-/** The separate metrics address: /metrics, /healthz and /readyz, nothing else, no token. */
+/**
+ * The separate metrics address: /metrics, /healthz and /readyz, nothing else, no token. Its
+ * connections are bounded as the MCP endpoint's (`limits.connections`).
+ */
 export async function startMetricsServer(
   route: Route,
   host: string,
   port: number,
+  limits?: Partial<ServerLimits>,
 ): Promise<{ server: Server; url: string; close: () => Promise<void> }> {
   const server = createServer((req, res) => {
+    guard.served(req);
     if (!route(req, res)) {
       req.resume();
       sendJson(res, 404, { error: 'not found' });
     }
   });
+  const guard = guardConnections(server, resolveLimits(limits));
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);
     server.listen(port, host, () => ok());

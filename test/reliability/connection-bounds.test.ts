@@ -11,7 +11,7 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
 import { makeHubDir, type HubDir } from '../helpers/auth-hub.js';
-import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
+import { sample, scrape } from '../helpers/operations.js';
 import { sleep } from './limits-helpers.js';
 import { defaultConnectionsTotal } from '../../src/server/connection-guard.js';
 import { DEFAULT_LIMITS } from '../../src/server/session-limits.js';
@@ -65,6 +65,7 @@ describe('connection bounds', () => {
   let dir: HubDir;
   let hub: MoonhubProcess;
   let port: number;
+  let metricsPort: number;
   const sockets: net.Socket[] = [];
 
   before(async () => {
@@ -72,12 +73,14 @@ describe('connection bounds', () => {
     const file = dir.write(
       'moonhub.yaml',
       `plugins: { dirs: [plugins] }
+observe: { metrics: { listen: { port: 0 } } }
 limits:
   connections: { total: 60, per_address: 20, headers_ms: 1500 }
 `,
     );
     hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
     port = Number(new URL(hub.url).port);
+    metricsPort = Number(new URL(/metrics at (\S+)/.exec(hub.log())![1]!).port);
   });
   after(async () => {
     for (const s of sockets) s.destroy();
@@ -112,6 +115,18 @@ limits:
     for (const h of mine) h.socket.destroy();
   });
 
+  it('bounds the separate metrics address alike', async () => {
+    const idle = await hold(metricsPort, '127.0.0.10');
+    const mine: Held[] = [idle];
+    for (let i = 0; i < 19; i++) mine.push(await hold(metricsPort, '127.0.0.10'));
+    sockets.push(...mine.map((h) => h.socket));
+    assert.equal(await health(metricsPort, '127.0.0.10'), 0, 'the 21st of one address');
+    assert.equal(await health(metricsPort, '127.0.0.11'), 200, 'another address');
+    const ms = await Promise.race([idle.closed, sleep(10_000).then(() => Infinity)]);
+    assert.ok(ms > 1_200 && ms < 6_000, `idle closed after ${ms.toFixed(0)} ms`);
+    for (const h of mine) h.socket.destroy();
+  });
+
   it('bounds the process in all; the refusals are counted by limit', async () => {
     await sleep(200);
     const all: Held[] = [];
@@ -124,7 +139,7 @@ limits:
     assert.equal(await health(port, '127.0.0.7'), 200, 'served again once some closed');
     for (const h of all) h.socket.destroy();
     await sleep(100);
-    const text = await scrape(baseOf(hub.url), adminToken(dir.data));
+    const text = await scrape(`http://127.0.0.1:${metricsPort}`, undefined);
     assert.ok(sample(text, 'moonhub_limit_refusals_total', { limit: 'connections' }) >= 1);
     assert.ok(
       sample(text, 'moonhub_limit_refusals_total', { limit: 'connections_per_address' }) >= 2,
