@@ -124,8 +124,8 @@ function directCalls(t: UpstreamTool): boolean {
 
 /**
  * Records an imported tool in `tools`: approved when new or re-approved, drift noted (and
- * logged once) when its definition changed since. Returns the definition to show: a pinned
- * tool keeps showing what was approved.
+ * logged once) when its definition changed since. Returns the definition to show (a pinned
+ * tool keeps showing what was approved) and its `toolHash`.
  */
 export function importedTool(
   tools: Map<string, ImportedTool>,
@@ -133,7 +133,7 @@ export function importedTool(
   t: UpstreamTool,
   pin: boolean,
   logger: Logger,
-): ToolInfo {
+): { info: ToolInfo; hash: string } {
   const info: ToolInfo = {
     name,
     description: t.description ?? '',
@@ -144,12 +144,13 @@ export function importedTool(
   if (t.annotations !== undefined) info.annotations = t.annotations as Record<string, unknown>;
   const hash = toolHash(t);
   const known = tools.get(name);
-  let shown = info;
+  let shown = { info, hash };
   if (!known || known.reapprove) {
+    const direct = directCalls(t);
     tools.set(name, {
       upstream: t.name,
-      direct: directCalls(t),
-      definition: directCalls(t) ? undefined : t,
+      direct,
+      definition: direct ? undefined : t,
       approvedHash: hash,
       approved: info,
     });
@@ -171,7 +172,7 @@ export function importedTool(
       );
     }
     // A pinned tool keeps showing what was approved, never the changed text.
-    if (pin) shown = known.approved;
+    if (pin) shown = { info: known.approved, hash: known.approvedHash };
     else {
       known.approved = info;
       known.checkOutput = undefined;
@@ -184,9 +185,25 @@ export function importedTool(
   return shown;
 }
 
-/** What a registered tool is made of; an import that finds the same key registers nothing. */
-export function definitionKey(info: ToolInfo, upstreamName: string, timeoutMs?: number): string {
-  return canonical({ info, upstreamName, timeoutMs: timeoutMs ?? null });
+/**
+ * What a registered tool is made of; an import that finds the same key registers nothing.
+ * `hash` is `toolHash` of the definition (title, description, schemas), so they are not
+ * serialised again here: that was the largest part of an import's cost.
+ */
+export function definitionKey(
+  shown: { info: ToolInfo; hash: string },
+  upstreamName: string,
+  timeoutMs?: number,
+): string {
+  const { info, hash } = shown;
+  return canonical({
+    hash,
+    name: info.name,
+    annotations: info.annotations ?? null,
+    icons: info.icons ?? null,
+    upstreamName,
+    timeoutMs: timeoutMs ?? null,
+  });
 }
 
 /** Tools, prompts or resources an upstream lists past this many are skipped (ProxyOptions). */

@@ -235,7 +235,7 @@ export class UpstreamProxy {
         continue;
       }
       if (prior === key && this.registry.getTool(name)?.owner === this.owner) continue;
-      this.registered.set(name, this.registerTool(shown, t.name) ? key : `!${key}`);
+      this.registered.set(name, this.registerTool(shown.info, t.name) ? key : `!${key}`);
     }
     for (const name of [...this.tools.keys()]) {
       if (!seenTools.has(name)) {
