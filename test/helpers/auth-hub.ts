@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { BIN, startMoonhub, type MoonhubProcess } from './moonhub-process.js';
 import type { ClientEvents, Era } from './mcp-client.js';
@@ -124,6 +125,22 @@ export async function startTwoAgentHub(
   extra = '',
   pluginsConfig = '{ dirs: [plugins] }',
 ): Promise<TwoAgentHub> {
+  const { hub, dir, tokens, admin } = await startAgentHub(
+    plugins,
+    ['A', 'B'],
+    extra,
+    pluginsConfig,
+  );
+  return { hub, dir, A: tokens.A!, B: tokens.B!, admin };
+}
+
+/** `startTwoAgentHub` with any agents: each sees every plugin and gets a session token. */
+export async function startAgentHub(
+  plugins: Record<string, string>,
+  agents: string[],
+  extra = '',
+  pluginsConfig = '{ dirs: [plugins] }',
+): Promise<{ hub: MoonhubProcess; dir: HubDir; tokens: Record<string, Issued>; admin: string }> {
   const dir = makeHubDir(plugins);
   const names = Object.keys(plugins).join(', ');
   const file = dir.write(
@@ -131,8 +148,7 @@ export async function startTwoAgentHub(
     `auth: { mode: token }
 plugins: ${pluginsConfig}
 agents:
-  A: { plugins: [${names}] }
-  B: { plugins: [${names}] }
+${agents.map((a) => `  ${a}: { plugins: [${names}] }`).join('\n')}
 ${extra}`,
   );
   // The admin token from the CLI (before the hub opens the data folder); A's and B's sessions
@@ -143,12 +159,33 @@ ${extra}`,
   const admin = (JSON.parse(created.stdout) as { token: string }).token;
   const hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
   try {
-    const issue = (agent: string) => issueOverAdminApi(hub.url, admin, agent);
-    return { hub, dir, A: await issue('A'), B: await issue('B'), admin };
+    const tokens: Record<string, Issued> = {};
+    for (const agent of agents) tokens[agent] = await issueOverAdminApi(hub.url, admin, agent);
+    return { hub, dir, tokens, admin };
   } catch (err) {
     await hub.stop();
     throw err;
   }
+}
+
+/**
+ * A hub without authentication on `plugins`, started before the enclosing `describe`'s tests
+ * and stopped after them; read `.hub` and `.dir` inside the tests.
+ */
+export function plainHubFor(plugins: Record<string, string>): { hub: MoonhubProcess; dir: HubDir } {
+  const made = {} as { hub: MoonhubProcess; dir: HubDir };
+  before(async () => {
+    made.dir = makeHubDir(plugins);
+    made.hub = await startMoonhub([
+      '--plugins',
+      made.dir.plugins,
+      '--data',
+      made.dir.data,
+      '--no-watch',
+    ]);
+  });
+  after(async () => made.hub?.stop());
+  return made;
 }
 
 /** A session for `agent` from the hub's admin API (POST /admin/sessions), as the CLI prints it. */

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { makeHubDir, type HubDir } from '../helpers/auth-hub.js';
+import { makeHubDir, plainHubFor, type HubDir } from '../helpers/auth-hub.js';
 import { sample, scrape } from '../helpers/operations.js';
 import { sleep } from './limits-helpers.js';
 import { defaultConnectionsTotal } from '../../src/server/connection-guard.js';
@@ -148,17 +148,10 @@ limits:
 });
 
 describe('connection bounds at the defaults', () => {
-  let dir: HubDir;
-  let hub: MoonhubProcess;
-
-  before(async () => {
-    dir = makeHubDir({ p: PLUGIN });
-    hub = await startMoonhub(['--plugins', dir.plugins, '--data', dir.data, '--no-watch']);
-  });
-  after(async () => hub?.stop());
+  const made = plainHubFor({ p: PLUGIN });
 
   it('one address flooding idle connections is stopped at its share; another is served', async () => {
-    const port = Number(new URL(hub.url).port);
+    const port = Number(new URL(made.hub.url).port);
     // The hub inherits this process's descriptor limit, which sets its defaults.
     const share = DEFAULT_LIMITS.connectionsPerAddress;
     assert.equal(share, Math.max(8, Math.floor(defaultConnectionsTotal() / 2)));

@@ -8,9 +8,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startMoonhub, type MoonhubProcess } from '../helpers/moonhub-process.js';
-import { createSession, makeHubDir, type HubDir, type Issued } from '../helpers/auth-hub.js';
-import { adminToken, baseOf, sample, scrape } from '../helpers/operations.js';
+import type { MoonhubProcess } from '../helpers/moonhub-process.js';
+import { plainHubFor, startAgentHub, type Issued } from '../helpers/auth-hub.js';
+import { baseOf, sample, scrape } from '../helpers/operations.js';
 import { rssMiB } from './helpers.js';
 import {
   endSession,
@@ -57,34 +57,20 @@ const uris = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => 
 describe('subscription budget per principal and in all, three principals', () => {
   const PER_PRINCIPAL = 30_000;
   const TOTAL = 70_000;
-  let dir: HubDir;
   let hub: MoonhubProcess;
+  let admin: string;
   let url: string;
   let A: Issued;
   let B: Issued;
   let C: Issued;
 
   before(async () => {
-    dir = makeHubDir({ p: PLUGIN });
-    const file = dir.write(
-      'moonhub.yaml',
-      `auth: { mode: token }
-plugins: { dirs: [plugins] }
-agents:
-  A: { plugins: [p], builtins: [] }
-  B: { plugins: [p], builtins: [] }
-  C: { plugins: [p], builtins: [] }
-limits:
-  subscriptions: { bytes_per_principal: ${PER_PRINCIPAL}, bytes_total: ${TOTAL} }
-`,
-    );
-    hub = await startMoonhub(['--config', file, '--data', dir.data, '--no-watch']);
+    const limits = `limits:
+  subscriptions: { bytes_per_principal: ${PER_PRINCIPAL}, bytes_total: ${TOTAL} }`;
+    const made = await startAgentHub({ p: PLUGIN }, ['A', 'B', 'C'], limits);
+    ({ hub, admin } = made);
+    ({ A, B, C } = made.tokens as Record<'A' | 'B' | 'C', Issued>);
     url = hub.url;
-    const issue = (agent: string) =>
-      createSession(['--config', file, '--data', dir.data, '--agent', agent, '--url', url]);
-    A = issue('A');
-    B = issue('B');
-    C = issue('C');
   });
   after(async () => hub?.stop());
 
@@ -140,7 +126,7 @@ limits:
       ...new Array(90).fill(undefined),
     ]);
     // The refusals are counted by limit.
-    const text = await scrape(baseOf(url), adminToken(dir.data));
+    const text = await scrape(baseOf(url), admin);
     const counted = sample(text, 'moonhub_limit_refusals_total', {
       limit: 'subscription_bytes_principal',
     });
@@ -189,18 +175,11 @@ limits:
 });
 
 describe('subscription budget at the defaults, one unauthenticated client', () => {
-  let dir: HubDir;
-  let hub: MoonhubProcess;
-
-  before(async () => {
-    dir = makeHubDir({ p: PLUGIN });
-    hub = await startMoonhub(['--plugins', dir.plugins, '--data', dir.data, '--no-watch']);
-  });
-  after(async () => hub?.stop());
+  const made = plainHubFor({ p: PLUGIN });
 
   it('stops a flood of subscriptions at 16 MiB of them, and the hub keeps serving', async (t) => {
-    const url = hub.url;
-    const rss0 = rssMiB(hub.child.pid!);
+    const url = made.hub.url;
+    const rss0 = rssMiB(made.hub.child.pid!);
     let accepted = 0;
     let refusal: RpcError | undefined;
     // Before, this went on to 1,000 sessions x 1,000 subscriptions (+242 MiB); bounded here at
@@ -211,7 +190,7 @@ describe('subscription budget at the defaults, one unauthenticated client', () =
       accepted += got.filter((e) => e === undefined).length;
       refusal = got.find((e) => e !== undefined);
     }
-    const rss1 = rssMiB(hub.child.pid!);
+    const rss1 = rssMiB(made.hub.child.pid!);
     t.diagnostic(
       `${accepted} subscriptions accepted; RSS ${rss0.toFixed(0)} -> ${rss1.toFixed(0)} MiB`,
     );
