@@ -10,7 +10,6 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
-import type { RefusalCounter } from './session-limits.js';
 
 /** Descriptors kept for the hub's own use (files, plugin workers, upstreams, Redis). */
 const DESCRIPTOR_RESERVE = 256;
@@ -60,7 +59,8 @@ type Tracked = Socket & { [FRESH]?: boolean };
 export function guardConnections(
   server: Server,
   limits: ConnectionLimits,
-  refused?: RefusalCounter,
+  /** Told the limit's name at every refusal (session-limits' RefusalCounter). */
+  refused?: (limit: string) => void,
 ): { served(req: IncomingMessage): void; readonly perAddress: ReadonlyMap<string, number> } {
   const perAddress = new Map<string, number>();
   server.maxConnections = limits.connectionsTotal;
