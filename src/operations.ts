@@ -133,6 +133,8 @@ function startMetrics(w: Wiring): HubMetrics | undefined {
         return { sessions: sessions.size, streams };
       },
       listenStreams: () => access.httpHandler()?.listenStreams,
+      connections: () => access.httpHandler()?.connections?.(),
+      subscriptionBytes: () => access.httpHandler()?.sessions.subscriptionBudget?.bytes,
     },
     w.cfg.maxToolSeries,
   );

@@ -40,6 +40,10 @@ export interface MetricsSources {
   legacySessions: () => { sessions: number; streams: number } | undefined;
   /** Open 2026-07-28 `subscriptions/listen` streams (HTTP); undefined without HTTP. */
   listenStreams?: () => number | undefined;
+  /** Open TCP connections of the MCP endpoint; undefined without HTTP. */
+  connections?: () => number | undefined;
+  /** What the held resource subscriptions count (`limits.subscriptions.bytes_*`). */
+  subscriptionBytes?: () => number | undefined;
 }
 
 const METHODS = new Set([
@@ -216,6 +220,22 @@ export class HubMetrics {
       collect() {
         this.set({ era: 'legacy' }, src.legacySessions()?.streams ?? 0);
         this.set({ era: 'modern' }, src.listenStreams?.() ?? 0);
+      },
+    });
+    new client.Gauge({
+      name: 'moonhub_http_connections',
+      help: 'Open TCP connections of the MCP endpoint (limits.connections.total)',
+      ...r,
+      collect() {
+        this.set(src.connections?.() ?? 0);
+      },
+    });
+    new client.Gauge({
+      name: 'moonhub_subscription_bytes',
+      help: 'What the held resource subscriptions count, sessions and listen streams (limits.subscriptions.bytes_total)',
+      ...r,
+      collect() {
+        this.set(src.subscriptionBytes?.() ?? 0);
       },
     });
   }

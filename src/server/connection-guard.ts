@@ -61,8 +61,9 @@ export function guardConnections(
   limits: ConnectionLimits,
   /** Told the limit's name at every refusal (session-limits' RefusalCounter). */
   refused?: (limit: string) => void,
-): { served(req: IncomingMessage): void; readonly perAddress: ReadonlyMap<string, number> } {
+): { served(req: IncomingMessage): void; readonly open: number } {
   const perAddress = new Map<string, number>();
+  let open = 0;
   server.maxConnections = limits.connectionsTotal;
   // Node closes a connection past maxConnections at once and says so here.
   server.on('drop', () => refused?.('connections'));
@@ -79,7 +80,9 @@ export function guardConnections(
       return;
     }
     perAddress.set(address, held + 1);
+    open++;
     socket.once('close', () => {
+      open--;
       const n = (perAddress.get(address) ?? 1) - 1;
       if (n > 0) perAddress.set(address, n);
       else perAddress.delete(address);
@@ -95,6 +98,8 @@ export function guardConnections(
       socket[FRESH] = false;
       socket.setTimeout(0);
     },
-    perAddress,
+    get open() {
+      return open;
+    },
   };
 }

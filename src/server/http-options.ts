@@ -56,6 +56,8 @@ export interface McpHttpHandler {
   readonly fanout: ListChangedFanout;
   /** Open `subscriptions/listen` streams (for metrics). */
   readonly listenStreams: number;
+  /** Open TCP connections of the server around it (metrics); set by `startHttpServer`. */
+  connections?: () => number;
   /** Ends every stream and session; the listen streams get their graceful-close result. */
   close(): void;
 }

@@ -34,6 +34,7 @@ export function startHttpServer(
     },
   );
   const guard = guardConnections(server, resolveLimits(opts.limits), opts.refused);
+  handler.connections = () => guard.open;
   const host = opts.host ?? '127.0.0.1';
   return new Promise((resolve, reject) => {
     server.once('error', reject);

@@ -133,13 +133,18 @@ limits:
     for (const from of ['127.0.0.4', '127.0.0.5', '127.0.0.6'])
       for (let i = 0; i < 20; i++) all.push(await hold(port, from));
     sockets.push(...all.map((h) => h.socket));
+    const metrics = `http://127.0.0.1:${metricsPort}`;
+    const open = async () => sample(await scrape(metrics, undefined), 'moonhub_http_connections');
+    assert.equal(await open(), 60, 'moonhub_http_connections');
     assert.equal(await health(port, '127.0.0.7'), 0, 'past the total: closed');
     for (const h of all.splice(0, 5)) h.socket.destroy();
     await sleep(100);
     assert.equal(await health(port, '127.0.0.7'), 200, 'served again once some closed');
     for (const h of all) h.socket.destroy();
     await sleep(100);
-    const text = await scrape(`http://127.0.0.1:${metricsPort}`, undefined);
+    for (let i = 0; i < 40 && (await open()) > 0; i++) await sleep(50);
+    assert.equal(await open(), 0, 'moonhub_http_connections once all closed');
+    const text = await scrape(metrics, undefined);
     assert.ok(sample(text, 'moonhub_limit_refusals_total', { limit: 'connections' }) >= 1);
     assert.ok(
       sample(text, 'moonhub_limit_refusals_total', { limit: 'connections_per_address' }) >= 2,

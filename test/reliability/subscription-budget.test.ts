@@ -80,6 +80,9 @@ describe('subscription budget per principal and in all, three principals', () =>
     const first = uris('p://a1', 100);
     assert.deepEqual(await subscribeAll(url, a1, A.token, first), new Array(100).fill(undefined));
     const held = first.reduce((n, u) => n + cost(u), 0);
+    const gauge = async () =>
+      sample(await scrape(baseOf(url), admin), 'moonhub_subscription_bytes');
+    assert.equal(await gauge(), held, 'moonhub_subscription_bytes');
     // The second session fills what is left of A's budget, then is refused.
     const second = uris('p://a2', 40);
     const answers = await subscribeAll(url, a2, A.token, second);
